@@ -1,0 +1,43 @@
+"""One exception hierarchy; every message says what is wrong and what to do about it."""
+
+from __future__ import annotations
+
+
+class EspNNError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class ModelFileError(EspNNError):
+    """A model file (.py/.pt2/.pte) is missing, unreadable or lacks what it must define."""
+
+
+class CalibrationError(EspNNError):
+    """Calibration data does not match the model's example inputs."""
+
+
+class ExportError(EspNNError):
+    """torch.export failed on the user's model."""
+
+
+class UnsupportedTargetError(EspNNError):
+    """The requested target chip is not one we know."""
+
+
+class StrictModeError(EspNNError):
+    """strict=True and some operators stayed on the CPU; the message lists each with its reason."""
+
+
+class LoweringError(EspNNError):
+    """The lowering pipeline failed for a reason other than the above."""
+
+
+class PteError(EspNNError):
+    """A .pte file is not one this package can use (wrong backend, corrupt, wrong version)."""
+
+
+class HostBuildError(EspNNError):
+    """The host runtime library could not be built (compiler or cmake missing, build failed)."""
+
+
+class HostRuntimeError(EspNNError):
+    """Loading or running a program on the host runtime failed."""

@@ -1,0 +1,219 @@
+"""The delegate payload format, version 1.0: every constant, record layout and bound.
+
+This module is the Python single source of the format that ``docs/payload-format.md``
+describes in prose and ``espnn_component/engine/include/espnn_format.h`` mirrors for the
+C parser (a test checks the two agree).  The writer enforces every bound listed here, so
+it never emits a payload the device would reject; the reader checks them again.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from dataclasses import dataclass
+
+MAGIC = b"ESNN"
+FORMAT_MAJOR = 1
+FORMAT_MINOR = 0
+
+HEADER_SIZE = 64
+TENSOR_RECORD_SIZE = 40
+OP_HEADER_SIZE = 16
+CONST_ALIGN = 16  # every constant tensor starts on a 16-byte boundary of the payload
+ARENA_ALIGN = 16  # arena tensors and scratch start on 16-byte boundaries
+NO_TENSOR = 0xFFFF  # an absent optional op input
+
+# Engine limits.  The writer refuses to exceed them; the partitioner splits before it must.
+MAX_TENSORS = 4096
+MAX_OPS = 4096
+MAX_IO = 32  # per direction
+MAX_OP_INPUTS = 16
+MAX_RANK = 4
+MAX_DIM = 65535  # ESP-NN takes widths, heights, channels and FC sizes as uint16
+MAX_PAYLOAD_BYTES = 0x7FFF_FFFF
+MAX_ARENA_BYTES = 0x7FFF_FFFF
+
+# magic, format major/minor, producer major/minor/patch, target, total_size, flags,
+# n_tensors, n_ops, n_inputs, n_outputs, tensors/io/ops offsets, ops_size, const offset/size,
+# arena_size, two reserved words (zero)
+HEADER_STRUCT = struct.Struct("<4sHHBBBBIIHHHHIIIIIIIII")
+assert HEADER_STRUCT.size == HEADER_SIZE, HEADER_STRUCT.size
+TENSOR_STRUCT = struct.Struct("<BBBB4IIIfiI")
+assert TENSOR_STRUCT.size == TENSOR_RECORD_SIZE, TENSOR_STRUCT.size
+OP_HEADER_STRUCT = struct.Struct("<HBBHHII")
+assert OP_HEADER_STRUCT.size == OP_HEADER_SIZE, OP_HEADER_STRUCT.size
+
+
+class Target(enum.IntEnum):
+    """What the payload's scratch sizes were computed for."""
+
+    GENERIC = 0  # ANSI kernels: runs anywhere, including the host simulator
+    ESP32 = 1
+    ESP32S2 = 2
+    ESP32S3 = 3
+    ESP32C3 = 4
+    ESP32C6 = 5
+    ESP32P4 = 6
+
+    @classmethod
+    def parse(cls, name: str) -> Target:
+        key = name.strip().lower().replace("-", "")
+        for t in cls:
+            if t.name.lower() == key:
+                return t
+        raise ValueError(name)
+
+
+class DType(enum.IntEnum):
+    INT8 = 1
+    UINT8 = 2
+    INT16 = 3
+    INT32 = 4
+    FLOAT32 = 5
+
+    @property
+    def size(self) -> int:
+        return {1: 1, 2: 1, 3: 2, 4: 4, 5: 4}[int(self)]
+
+    @property
+    def numpy_name(self) -> str:
+        return {1: "int8", 2: "uint8", 3: "int16", 4: "int32", 5: "float32"}[int(self)]
+
+
+class Storage(enum.IntEnum):
+    ARENA = 0  # offset = byte offset in the activation arena
+    CONST = 1  # offset = byte offset from the start of the constants section
+    INPUT = 2  # offset = index of the delegate input
+    OUTPUT = 3  # offset = index of the delegate output
+
+
+TENSOR_FLAG_NHWC = 0x01  # dims are the physical N,H,W,C order of a logically NCHW tensor
+TENSOR_FLAGS_KNOWN = TENSOR_FLAG_NHWC
+
+
+class Opcode(enum.IntEnum):
+    QUANTIZE = 1
+    DEQUANTIZE = 2
+    CONV2D = 3
+    DEPTHWISE_CONV2D = 4
+    FULLY_CONNECTED = 5
+    ADD = 6
+    MUL = 7
+    MAX_POOL2D = 8
+    AVG_POOL2D = 9
+    MEAN_HW = 10
+    SOFTMAX = 11
+    LUT = 12
+    RESHAPE = 13
+    TRANSPOSE = 14
+    SLICE = 15
+    CONCAT = 16
+    PAD = 17
+    UPSAMPLE_NEAREST = 18
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """Static description of one opcode: its input slots and its int32 parameter words."""
+
+    opcode: Opcode
+    inputs: tuple[str, ...]  # slot names; a trailing '?' marks an optional slot
+    params: tuple[str, ...]  # each one little-endian int32 word, in this order
+    since_minor: int = 0
+    variadic_inputs: bool = False  # CONCAT: 1..MAX_OP_INPUTS inputs, all slot 'inputs'
+    in_place: bool = False  # output may share the arena bytes of input 0
+
+    @property
+    def params_size(self) -> int:
+        return 4 * len(self.params)
+
+
+_CONV_PARAMS = (
+    "stride_h", "stride_w", "pad_top", "pad_left", "pad_bottom", "pad_right",
+    "dilation_h", "dilation_w",
+)
+_POOL_PARAMS = (
+    "kernel_h", "kernel_w", "stride_h", "stride_w",
+    "pad_top", "pad_left", "pad_bottom", "pad_right", "act_min", "act_max",
+)
+
+OP_SPECS: dict[Opcode, OpSpec] = {
+    s.opcode: s
+    for s in (
+        OpSpec(Opcode.QUANTIZE, ("input",), ("perm0", "perm1", "perm2", "perm3")),
+        OpSpec(Opcode.DEQUANTIZE, ("input",), ("perm0", "perm1", "perm2", "perm3")),
+        OpSpec(
+            Opcode.CONV2D,
+            ("input", "filter", "bias?", "mult", "shift"),
+            (*_CONV_PARAMS, "groups", "in_offset", "out_offset", "act_min", "act_max"),
+        ),
+        OpSpec(
+            Opcode.DEPTHWISE_CONV2D,
+            ("input", "filter", "bias?", "mult", "shift"),
+            (*_CONV_PARAMS, "ch_mult", "in_offset", "out_offset", "act_min", "act_max"),
+        ),
+        OpSpec(
+            Opcode.FULLY_CONNECTED,
+            ("input", "filter", "bias?", "mult", "shift"),
+            ("in_offset", "out_offset", "act_min", "act_max"),
+        ),
+        OpSpec(
+            Opcode.ADD,
+            ("a", "b"),
+            (
+                "a_offset", "b_offset", "a_mult", "a_shift", "b_mult", "b_shift",
+                "left_shift", "out_mult", "out_shift", "out_offset", "act_min", "act_max",
+            ),
+            in_place=True,
+        ),
+        OpSpec(
+            Opcode.MUL,
+            ("a", "b"),
+            ("a_offset", "b_offset", "out_mult", "out_shift", "out_offset", "act_min", "act_max"),
+            in_place=True,
+        ),
+        OpSpec(Opcode.MAX_POOL2D, ("input",), _POOL_PARAMS),
+        OpSpec(Opcode.AVG_POOL2D, ("input",), (*_POOL_PARAMS, "divisor_mode")),
+        OpSpec(Opcode.MEAN_HW, ("input",), ("in_offset", "out_offset", "mult", "shift")),
+        OpSpec(Opcode.SOFTMAX, ("input",), ("mult", "shift", "diff_min")),
+        OpSpec(Opcode.LUT, ("input", "table"), (), in_place=True),
+        OpSpec(Opcode.RESHAPE, ("input",), (), in_place=True),
+        OpSpec(Opcode.TRANSPOSE, ("input",), ("perm0", "perm1", "perm2", "perm3")),
+        OpSpec(
+            Opcode.SLICE,
+            ("input",),
+            ("start0", "start1", "start2", "start3", "step0", "step1", "step2", "step3"),
+        ),
+        OpSpec(Opcode.CONCAT, ("inputs",), ("axis",), variadic_inputs=True),
+        OpSpec(
+            Opcode.PAD,
+            ("input",),
+            (
+                "before0", "before1", "before2", "before3",
+                "after0", "after1", "after2", "after3", "value",
+            ),
+        ),
+        OpSpec(Opcode.UPSAMPLE_NEAREST, ("input", "y_map", "x_map"), ()),
+    )
+}
+
+# AVG_POOL2D divisor_mode values
+AVG_DIVISOR_VALID = 0  # count of input elements under the window (ESP-NN, count_include_pad=False)
+AVG_DIVISOR_INCLUDE_PAD = 1  # PyTorch count_include_pad=True: window clipped to the padded input
+
+# Bounds on requantisation parameters (see docs/payload-format.md, "Arithmetic").
+SHIFT_MIN = -31
+SHIFT_MAX = 0
+ADD_LEFT_SHIFT_MAX = 20
+MULT_MAX = 0x7FFF_FFFF
+SOFTMAX_OUT_SCALE = 1.0 / 256.0
+SOFTMAX_OUT_ZERO_POINT = -128
+SOFTMAX_SHIFT_MAX = 30
+
+# Guards against int32 accumulator overflow in the kernels: |x + in_offset| <= 256 and
+# |w| <= 127, so a reduction of up to MAX_REDUCTION terms plus a bias of at most
+# MAX_ABS_BIAS stays below 2**31; mean and average-pool sums are bounded the same way.
+MAX_REDUCTION = 65535
+MAX_ABS_BIAS = 1 << 24
+MAX_MEAN_COUNT = 1 << 23
+MAX_POOL_WINDOW = 1 << 23

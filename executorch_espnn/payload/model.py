@@ -1,0 +1,65 @@
+"""In-memory form of a payload: what the writer encodes and the reader decodes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .format import (
+    FORMAT_MAJOR,
+    FORMAT_MINOR,
+    DType,
+    Opcode,
+    Storage,
+    Target,
+)
+
+
+@dataclass
+class TensorRec:
+    dtype: DType
+    dims: tuple[int, ...]  # physical order; len == rank (0..4)
+    storage: Storage
+    offset: int = 0  # arena/const byte offset, or the io index
+    scale: float = 0.0
+    zero_point: int = 0
+    flags: int = 0
+
+    @property
+    def rank(self) -> int:
+        return len(self.dims)
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.dims:
+            n *= d
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * self.dtype.size
+
+
+@dataclass
+class OpRec:
+    opcode: Opcode
+    inputs: tuple[int | None, ...]  # None: an absent optional input
+    output: int
+    params: dict[str, int] = field(default_factory=dict)
+    scratch_offset: int = 0
+    scratch_size: int = 0
+
+
+@dataclass
+class Payload:
+    tensors: list[TensorRec]
+    ops: list[OpRec]
+    inputs: list[int]  # tensor ids, in delegate argument order
+    outputs: list[int]
+    constants: bytes
+    arena_size: int
+    target: Target = Target.GENERIC
+    producer: tuple[int, int, int] = (0, 0, 0)
+    format_major: int = FORMAT_MAJOR
+    format_minor: int = FORMAT_MINOR
+    flags: int = 0

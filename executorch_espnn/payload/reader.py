@@ -1,0 +1,184 @@
+"""Decode and validate a payload: the Python twin of the C engine's parser."""
+
+from __future__ import annotations
+
+import math
+import struct
+
+from .errors import PayloadError
+from .format import (
+    CONST_ALIGN,
+    FORMAT_MAJOR,
+    FORMAT_MINOR,
+    HEADER_SIZE,
+    HEADER_STRUCT,
+    MAGIC,
+    MAX_DIM,
+    MAX_IO,
+    MAX_OP_INPUTS,
+    MAX_OPS,
+    MAX_RANK,
+    MAX_TENSORS,
+    NO_TENSOR,
+    OP_HEADER_SIZE,
+    OP_HEADER_STRUCT,
+    OP_SPECS,
+    TENSOR_FLAG_NHWC,
+    TENSOR_FLAGS_KNOWN,
+    TENSOR_RECORD_SIZE,
+    TENSOR_STRUCT,
+    DType,
+    Opcode,
+    Storage,
+    Target,
+)
+from .model import OpRec, Payload, TensorRec
+from .validate import check_ops
+
+
+def _align4(n: int) -> int:
+    return (n + 3) & ~3
+
+
+def decode(data: bytes | bytearray | memoryview, *, validate: bool = True) -> Payload:
+    """Parse ``data``; with ``validate`` (the default) apply every rule the engine applies."""
+    buf = bytes(data)
+    if len(buf) < HEADER_SIZE:
+        raise PayloadError("header", f"payload of {len(buf)} bytes is shorter than the {HEADER_SIZE}-byte header")
+    (
+        magic, fmaj, fmin, pmaj, pmin, ppatch, target, total, flags,
+        n_t, n_o, n_in, n_out, t_off, io_off, ops_off, ops_size, c_off, c_size,
+        arena, res0, res1,
+    ) = HEADER_STRUCT.unpack_from(buf, 0)
+    if magic != MAGIC:
+        raise PayloadError("magic", f"{magic.hex()} is not {MAGIC.hex()} ('ESNN')")
+    if fmaj != FORMAT_MAJOR or fmin > FORMAT_MINOR:
+        raise PayloadError(
+            "format_version",
+            f"payload format {fmaj}.{fmin}, this reader supports {FORMAT_MAJOR}.0-{FORMAT_MAJOR}.{FORMAT_MINOR}",
+        )
+    try:
+        tgt = Target(target)
+    except ValueError:
+        raise PayloadError("target", f"unknown target {target}") from None
+    if total != len(buf):
+        raise PayloadError("total_size", f"header says {total} bytes, buffer has {len(buf)}")
+    if flags != 0 or res0 != 0 or res1 != 0:
+        raise PayloadError("flags", "unknown flag or non-zero reserved word")
+    for name, v, hi in (("n_tensors", n_t, MAX_TENSORS), ("n_ops", n_o, MAX_OPS),
+                        ("n_inputs", n_in, MAX_IO), ("n_outputs", n_out, MAX_IO)):
+        if not 1 <= v <= hi:
+            raise PayloadError(name, f"{v} outside [1, {hi}]")
+    if t_off != HEADER_SIZE:
+        raise PayloadError("tensors_offset", f"{t_off}, expected {HEADER_SIZE}")
+    if io_off != t_off + n_t * TENSOR_RECORD_SIZE:
+        raise PayloadError("io_offset", f"{io_off}, expected {t_off + n_t * TENSOR_RECORD_SIZE}")
+    if ops_off != io_off + _align4(2 * (n_in + n_out)):
+        raise PayloadError("ops_offset", f"{ops_off}, expected {io_off + _align4(2 * (n_in + n_out))}")
+    ops_end = ops_off + ops_size
+    if c_off % CONST_ALIGN or not ops_end <= c_off < ops_end + CONST_ALIGN:
+        raise PayloadError("const_offset", f"{c_off} must be the first {CONST_ALIGN}-aligned offset after the ops")
+    if c_off + c_size != total:
+        raise PayloadError("const_size", f"constants end at {c_off + c_size}, payload at {total}")
+    if arena > 0x7FFF_FFFF:
+        raise PayloadError("arena_size", f"{arena} too large")
+    consts = buf[c_off:]
+
+    tensors: list[TensorRec] = []
+    for i in range(n_t):
+        (dt, rank, st, fl, d0, d1, d2, d3, off, nbytes, scale, zp, res) = TENSOR_STRUCT.unpack_from(
+            buf, t_off + i * TENSOR_RECORD_SIZE
+        )
+        try:
+            dtype, storage = DType(dt), Storage(st)
+        except ValueError:
+            raise PayloadError("dtype/storage", f"unknown dtype {dt} or storage {st}", tensor=i) from None
+        if rank > MAX_RANK:
+            raise PayloadError("rank", f"{rank} exceeds {MAX_RANK}", tensor=i)
+        if fl & ~TENSOR_FLAGS_KNOWN or (fl & TENSOR_FLAG_NHWC and rank != 4) or res:
+            raise PayloadError("flags", f"bad flags {fl:#x}", tensor=i)
+        all_dims = (d0, d1, d2, d3)
+        for k, d in enumerate(all_dims):
+            if k < rank and not 1 <= d <= MAX_DIM:
+                raise PayloadError(f"dims[{k}]", f"{d} outside [1, {MAX_DIM}]", tensor=i)
+            if k >= rank and d != 1:
+                raise PayloadError(f"dims[{k}]", "unused dims must be 1", tensor=i)
+        t = TensorRec(dtype, all_dims[:rank], storage, off, scale, zp, fl)
+        if nbytes != t.nbytes:
+            raise PayloadError("nbytes", f"{nbytes}, dims and dtype give {t.nbytes}", tensor=i)
+        if not math.isfinite(scale) or scale < 0:
+            raise PayloadError("scale", "must be finite and >= 0", tensor=i)
+        if dtype == DType.INT8 and not -128 <= zp <= 127:
+            raise PayloadError("zero_point", f"{zp} outside int8", tensor=i)
+        if storage == Storage.ARENA:
+            if off % dtype.size or off + nbytes > arena:
+                raise PayloadError("offset", f"arena range [{off}, {off + nbytes}) misaligned or past arena {arena}", tensor=i)
+        elif storage == Storage.CONST:
+            if off % CONST_ALIGN or off + nbytes > c_size:
+                raise PayloadError("offset", f"constant range [{off}, {off + nbytes}) misaligned or past {c_size}", tensor=i)
+        else:
+            lim = n_in if storage == Storage.INPUT else n_out
+            if off >= lim:
+                raise PayloadError("offset", f"io index {off} >= {lim}", tensor=i)
+            if dtype not in (DType.INT8, DType.FLOAT32):
+                raise PayloadError("dtype", "delegate inputs/outputs must be int8 or float32", tensor=i)
+        tensors.append(t)
+
+    io = struct.unpack_from(f"<{n_in + n_out}H", buf, io_off)
+    inputs, outputs = list(io[:n_in]), list(io[n_in:])
+    for kind, ids, st in (("inputs", inputs, Storage.INPUT), ("outputs", outputs, Storage.OUTPUT)):
+        for k, tid in enumerate(ids):
+            if tid >= n_t or tensors[tid].storage != st or tensors[tid].offset != k:
+                raise PayloadError(kind, f"entry {k} -> tensor {tid} is not {st.name.lower()} #{k}")
+
+    ops: list[OpRec] = []
+    pos = ops_off
+    for i in range(n_o):
+        if pos + OP_HEADER_SIZE > ops_end:
+            raise PayloadError("ops_size", f"op {i} header runs past the ops section", op=i)
+        code, nin, nout, psize, rsize, s_off, s_size = OP_HEADER_STRUCT.unpack_from(buf, pos)
+        try:
+            opcode = Opcode(code)
+        except ValueError:
+            raise PayloadError("opcode", f"unknown opcode {code}", op=i) from None
+        spec = OP_SPECS[opcode]
+        if spec.since_minor > fmin:
+            raise PayloadError("opcode", f"{opcode.name} needs format 1.{spec.since_minor}, payload is 1.{fmin}", op=i)
+        if nout != 1:
+            raise PayloadError("n_outputs", f"{nout}, every op has exactly one output", op=i)
+        if spec.variadic_inputs:
+            if not 1 <= nin <= MAX_OP_INPUTS:
+                raise PayloadError("n_inputs", f"{nin} outside [1, {MAX_OP_INPUTS}]", op=i)
+        elif nin != len(spec.inputs):
+            raise PayloadError("n_inputs", f"{nin}, {opcode.name} takes {len(spec.inputs)}", op=i)
+        if psize != spec.params_size:
+            raise PayloadError("params_size", f"{psize}, {opcode.name} has {spec.params_size}", op=i)
+        want = OP_HEADER_SIZE + _align4(2 * (nin + 1)) + psize
+        if rsize != want or pos + rsize > ops_end:
+            raise PayloadError("record_size", f"{rsize}, expected {want} within the ops section", op=i)
+        ids = struct.unpack_from(f"<{nin + 1}H", buf, pos + OP_HEADER_SIZE)
+        ins: list[int | None] = []
+        for s, tid in enumerate(ids[:nin]):
+            if tid == NO_TENSOR:
+                ins.append(None)
+            elif tid >= n_t:
+                raise PayloadError(f"inputs[{s}]", f"tensor id {tid} >= {n_t}", op=i)
+            else:
+                ins.append(tid)
+        out_id = ids[nin]
+        if out_id >= n_t:
+            raise PayloadError("output", f"tensor id {out_id} >= {n_t}", op=i)
+        pvals = struct.unpack_from(f"<{len(spec.params)}i", buf, pos + want - psize)
+        if s_size == 0 and s_off != 0:
+            raise PayloadError("scratch_offset", "must be 0 without scratch", op=i)
+        if s_size and (s_off % 16 or s_off + s_size > arena):
+            raise PayloadError("scratch_offset", f"[{s_off}, {s_off + s_size}) misaligned or past arena {arena}", op=i)
+        ops.append(OpRec(opcode, tuple(ins), out_id, dict(zip(spec.params, pvals, strict=True)), s_off, s_size))
+        pos += rsize
+    if pos != ops_end:
+        raise PayloadError("ops_size", f"{ops_end - pos} bytes left after the last op")
+
+    p = Payload(tensors, ops, inputs, outputs, consts, arena, tgt, (pmaj, pmin, ppatch), fmaj, fmin, flags)
+    if validate:
+        check_ops(p)
+    return p

@@ -1,0 +1,142 @@
+"""The payload format has one Python source and one C mirror; these must agree, and the
+writer must round-trip through the reader."""
+
+from __future__ import annotations
+
+import re
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from executorch_espnn.payload import (
+    ConstantPool, DType, Opcode, OpRec, Payload, PayloadError, Storage, TensorRec, decode, encode,
+)
+from executorch_espnn.payload import format as F
+
+ROOT = Path(__file__).resolve().parents[1]
+C_HEADER = ROOT / "espnn_component" / "engine" / "include" / "espnn_format.h"
+
+
+def _c_defines() -> dict[str, int]:
+    out: dict[str, int] = {}
+    for m in re.finditer(r"^#define (ESPNN_\w+) (.+?)\s*(?:/\*.*)?$", C_HEADER.read_text(), re.M):
+        expr = m.group(2).replace("u", "").replace("L", "")
+        try:
+            out[m.group(1)] = int(eval(expr, {}))  # noqa: S307 - our own header, integer literals
+        except Exception:  # noqa: BLE001 - non-integer macros are not compared
+            continue
+    return out
+
+
+def test_c_header_matches_python() -> None:
+    c = _c_defines()
+    assert bytes(c[f"ESPNN_MAGIC_{i}"] for i in range(4)) == F.MAGIC
+    pairs = {
+        "FORMAT_MAJOR": F.FORMAT_MAJOR, "FORMAT_MINOR": F.FORMAT_MINOR,
+        "HEADER_SIZE": F.HEADER_SIZE, "TENSOR_RECORD_SIZE": F.TENSOR_RECORD_SIZE,
+        "OP_HEADER_SIZE": F.OP_HEADER_SIZE, "CONST_ALIGN": F.CONST_ALIGN,
+        "ARENA_ALIGN": F.ARENA_ALIGN, "NO_TENSOR": F.NO_TENSOR,
+        "MAX_TENSORS": F.MAX_TENSORS, "MAX_OPS": F.MAX_OPS, "MAX_IO": F.MAX_IO,
+        "MAX_OP_INPUTS": F.MAX_OP_INPUTS, "MAX_RANK": F.MAX_RANK, "MAX_DIM": F.MAX_DIM,
+        "MAX_PAYLOAD_BYTES": F.MAX_PAYLOAD_BYTES, "MAX_ARENA_BYTES": F.MAX_ARENA_BYTES,
+        "SHIFT_MIN": F.SHIFT_MIN, "SHIFT_MAX": F.SHIFT_MAX,
+        "ADD_LEFT_SHIFT_MAX": F.ADD_LEFT_SHIFT_MAX, "SOFTMAX_SHIFT_MAX": F.SOFTMAX_SHIFT_MAX,
+        "SOFTMAX_OUT_ZERO_POINT": F.SOFTMAX_OUT_ZERO_POINT,
+        "MAX_REDUCTION": F.MAX_REDUCTION, "MAX_ABS_BIAS": F.MAX_ABS_BIAS,
+        "MAX_MEAN_COUNT": F.MAX_MEAN_COUNT, "MAX_POOL_WINDOW": F.MAX_POOL_WINDOW,
+        "AVG_DIVISOR_VALID": F.AVG_DIVISOR_VALID,
+        "AVG_DIVISOR_INCLUDE_PAD": F.AVG_DIVISOR_INCLUDE_PAD,
+        "TENSOR_FLAG_NHWC": F.TENSOR_FLAG_NHWC, "TENSOR_FLAGS_KNOWN": F.TENSOR_FLAGS_KNOWN,
+        "TARGET_COUNT": len(F.Target),
+        "OP_COUNT": max(F.Opcode) + 1,
+    }
+    for e in F.Target:
+        pairs[f"TARGET_{e.name}"] = int(e)
+    for e in F.DType:
+        pairs[f"DTYPE_{e.name}"] = int(e)
+    for e in F.Storage:
+        pairs[f"STORAGE_{e.name}"] = int(e)
+    for op, spec in F.OP_SPECS.items():
+        pairs[f"OP_{op.name}"] = int(op)
+        pairs[f"PARAMS_{op.name}"] = len(spec.params)
+    for name, value in pairs.items():
+        assert c.get(f"ESPNN_{name}") == value, name
+    c_ops = {k for k in c if k.startswith("ESPNN_OP_") and k != "ESPNN_OP_COUNT"}
+    c_ops.discard("ESPNN_OP_HEADER_SIZE")
+    assert c_ops == {f"ESPNN_OP_{op.name}" for op in F.Opcode}
+
+
+def _lut_payload() -> Payload:
+    pool = ConstantPool()
+    table = pool.add(np.arange(-128, 128, dtype=np.int8)[::-1].copy().tobytes())
+    return Payload(
+        tensors=[
+            TensorRec(DType.INT8, (1, 4), Storage.INPUT, 0, 0.125, 3),
+            TensorRec(DType.INT8, (256,), Storage.CONST, table),
+            TensorRec(DType.INT8, (1, 4), Storage.OUTPUT, 0, 0.125, 3),
+        ],
+        ops=[OpRec(Opcode.LUT, (0, 1), 2)],
+        inputs=[0], outputs=[2], constants=pool.bytes(), arena_size=0,
+        producer=(0, 1, 0),
+    )
+
+
+def test_roundtrip() -> None:
+    p = _lut_payload()
+    data = encode(p)
+    assert data[:4] == b"ESNN" and len(data) % 16 == 0
+    q = decode(data)
+    assert q.tensors == p.tensors and q.ops == p.ops and q.constants == p.constants
+    assert q.producer == (0, 1, 0)
+
+
+@pytest.mark.parametrize(
+    ("offset", "fmt", "value", "field"),
+    [
+        (0, "<4s", b"XXXX", "magic"),
+        (4, "<H", 2, "format_version"),
+        (6, "<H", 9, "format_version"),
+        (11, "<B", 99, "target"),
+        (16, "<I", 1, "flags"),
+        (20, "<H", 0, "n_tensors"),
+    ],
+)
+def test_reader_rejects_header_fields(offset: int, fmt: str, value: object, field: str) -> None:
+    data = bytearray(encode(_lut_payload()))
+    struct.pack_into(fmt, data, offset, value)
+    with pytest.raises(PayloadError) as e:
+        decode(bytes(data))
+    assert e.value.field == field
+
+
+def test_reader_rejects_truncation() -> None:
+    data = encode(_lut_payload())
+    for n in (0, 10, 63, len(data) - 1):
+        with pytest.raises(PayloadError):
+            decode(data[:n])
+
+
+def test_writer_refuses_what_the_reader_rejects() -> None:
+    p = _lut_payload()
+    p.tensors[1] = TensorRec(DType.INT8, (255,), Storage.CONST, 0)
+    with pytest.raises(PayloadError, match="table"):
+        encode(p)
+
+
+def test_dataflow_read_before_write() -> None:
+    pool = ConstantPool()
+    table = pool.add(bytes(256))
+    p = Payload(
+        tensors=[
+            TensorRec(DType.INT8, (4,), Storage.INPUT, 0, 0.1, 0),
+            TensorRec(DType.INT8, (256,), Storage.CONST, table),
+            TensorRec(DType.INT8, (4,), Storage.ARENA, 0, 0.1, 0),
+            TensorRec(DType.INT8, (4,), Storage.OUTPUT, 0, 0.1, 0),
+        ],
+        ops=[OpRec(Opcode.LUT, (2, 1), 3), OpRec(Opcode.LUT, (0, 1), 2)],
+        inputs=[0], outputs=[3], constants=pool.bytes(), arena_size=16,
+    )
+    with pytest.raises(PayloadError, match="read before any op writes it"):
+        encode(p)
