@@ -212,14 +212,17 @@ class PayloadBuilder:
         off = self.pool.add(a.astype(a.dtype.newbyteorder("<")).tobytes())
         return self._add(TensorRec(_NP_DTYPES[a.dtype], tuple(a.shape), Storage.CONST, off))
 
-    def scratch(self, nbytes: int) -> tuple[int, int]:
-        off = self.arena_top
-        self.arena_top += (nbytes + 15) // 16 * 16
-        return off, nbytes
+    def op(self, opcode: Opcode, inputs: Sequence[int | None], output: int, **params: int) -> OpRec:
+        rec = OpRec(opcode, tuple(inputs), output, dict(params))
+        self.ops.append(rec)
+        return rec
 
-    def op(self, opcode: Opcode, inputs: Sequence[int | None], output: int,
-           scratch: tuple[int, int] = (0, 0), **params: int) -> None:
-        self.ops.append(OpRec(opcode, tuple(inputs), output, dict(params), scratch[0], scratch[1]))
+    def scratch(self, op: OpRec, nbytes: int, offset: int | None = None) -> None:
+        """Give ``op`` a scratch range: fresh arena bytes, or ``offset`` (deliberate aliasing)."""
+        if offset is None:
+            offset = self.arena_top
+        self.arena_top = max(self.arena_top, (offset + nbytes + 15) // 16 * 16)
+        op.scratch_offset, op.scratch_size = offset, nbytes
 
     def build(self) -> bytes:
         self._plan()
@@ -469,14 +472,17 @@ def torch_quantize(x: torch.Tensor, q: QParams) -> torch.Tensor:
     """ExecuTorch/PyTorch's decomposed quantize_per_tensor (float32 x * (1/scale))."""
     import torch.ao.quantization.fx._decomposed  # registers quantized_decomposed
 
-    return torch.ops.quantized_decomposed.quantize_per_tensor(x, q.scale, q.zero_point, -128, 127, torch.int8)
+    out: torch.Tensor = torch.ops.quantized_decomposed.quantize_per_tensor(
+        x, q.scale, q.zero_point, -128, 127, torch.int8)
+    return out
 
 
 def torch_dequantize(x: torch.Tensor, q: QParams) -> torch.Tensor:
     import torch.ao.quantization.fx._decomposed
 
-    return torch.ops.quantized_decomposed.dequantize_per_tensor(
+    out: torch.Tensor = torch.ops.quantized_decomposed.dequantize_per_tensor(
         x, q.scale, q.zero_point, -128, 127, torch.int8)
+    return out
 
 
 def quantize_case(name: str, *, shape: tuple[int, ...], perm: tuple[int, ...], seed: int = 0,
@@ -513,9 +519,8 @@ def dequantize_case(name: str, *, shape: tuple[int, ...], perm: tuple[int, ...],
 # --------------------------------------------------------------------------- data movement
 
 
-def _movement_case(name: str, x: Array, expected: Array, opcode: Opcode,
-                   extra_inputs: Sequence[Array] = (), q: QParams | None = None,
-                   **params: int) -> Case:
+def _movement_case(name: str, x: Array, expected: Array, opcode: Opcode, params: dict[str, int],
+                   extra_inputs: Sequence[Array] = (), q: QParams | None = None) -> Case:
     """One data-movement op from input 0 (plus constant/extra inputs) to one output."""
     dt = _NP_DTYPES[x.dtype]
     q = q or (QParams(0.05, 2) if dt == DType.INT8 else QParams(0.0, 0))
@@ -540,7 +545,7 @@ def transpose_case(name: str, shape: tuple[int, ...], perm: tuple[int, ...],
     gen = torch.Generator().manual_seed(seed)
     x = _i8(gen, *shape) if dtype == torch.int8 else torch.randn(*shape, generator=gen)
     return _movement_case(name, x.numpy(), x.permute(*perm).contiguous().numpy(),
-                          Opcode.TRANSPOSE, **_perm_params(perm))
+                          Opcode.TRANSPOSE, _perm_params(perm))
 
 
 def slice_case(name: str, shape: tuple[int, ...], starts: tuple[int, ...], stops: tuple[int, ...],
@@ -551,15 +556,15 @@ def slice_case(name: str, shape: tuple[int, ...], starts: tuple[int, ...], stops
     expected = x[idx].contiguous().numpy()
     params = {f"start{i}": (starts[i] if i < len(shape) else 0) for i in range(4)}
     params |= {f"step{i}": (steps[i] if i < len(shape) else 1) for i in range(4)}
-    return _movement_case(name, x.numpy(), expected, Opcode.SLICE, **params)
+    return _movement_case(name, x.numpy(), expected, Opcode.SLICE, params)
 
 
 def concat_case(name: str, shapes: Sequence[tuple[int, ...]], axis: int, seed: int = 0) -> Case:
     gen = torch.Generator().manual_seed(seed)
     xs = [_i8(gen, *s) for s in shapes]
     expected = torch.cat(xs, dim=axis).numpy()
-    return _movement_case(name, xs[0].numpy(), expected, Opcode.CONCAT,
-                          [x.numpy() for x in xs[1:]], axis=axis)
+    return _movement_case(name, xs[0].numpy(), expected, Opcode.CONCAT, {"axis": axis},
+                          [x.numpy() for x in xs[1:]])
 
 
 def pad_case(name: str, shape: tuple[int, ...], before: tuple[int, ...], after: tuple[int, ...],
@@ -576,8 +581,8 @@ def pad_case(name: str, shape: tuple[int, ...], before: tuple[int, ...], after: 
     y = F.pad(x_dq, torch_pad, value=float(dequantize_t(torch.tensor([value]), q)[0]))
     params = {f"before{i}": (before[i] if i < len(shape) else 0) for i in range(4)}
     params |= {f"after{i}": (after[i] if i < len(shape) else 0) for i in range(4)}
-    return _movement_case(name, x.numpy(), quantize_t(y, q).numpy(), Opcode.PAD, q=q,
-                          value=value, **params)
+    return _movement_case(name, x.numpy(), quantize_t(y, q).numpy(), Opcode.PAD,
+                          params | {"value": value}, q=q)
 
 
 def nearest_map(n_in: int, n_out: int) -> Array:
@@ -678,11 +683,12 @@ def float_conv_chain_case(name: str, seed: int = 0) -> Case:
     out = b.output(DType.FLOAT32, (1, 8, 5, 6))
     b.op(Opcode.QUANTIZE, [x_t], xq_t, **_perm_params(NCHW_TO_NHWC))
     mult, shift = _requant_consts([q_in.scale * float(s) / q_out.scale for s in s_w])
-    b.op(Opcode.CONV2D, [xq_t, b.const(wq.numpy().transpose(0, 2, 3, 1)), b.const(bq.numpy()),
-                         b.const(mult), b.const(shift)], yq_t, scratch=b.scratch(100),
+    conv = b.op(Opcode.CONV2D, [xq_t, b.const(wq.numpy().transpose(0, 2, 3, 1)),
+                                b.const(bq.numpy()), b.const(mult), b.const(shift)], yq_t,
          stride_h=2, stride_w=2, pad_top=1, pad_left=1, pad_bottom=1, pad_right=1,
          dilation_h=1, dilation_w=1, groups=1, in_offset=-q_in.zero_point,
          out_offset=q_out.zero_point, act_min=lo, act_max=hi)
+    b.scratch(conv, 100)
     b.op(Opcode.DEQUANTIZE, [yq_t], out, **_perm_params(NHWC_TO_NCHW))
     return Case(name, b.build(), [x.numpy()], [expected], 1, [q_out.scale])
 

@@ -113,7 +113,7 @@ def test_input_shape_mismatch_is_a_value_error() -> None:
 def test_input_not_an_array() -> None:
     case = case_by_name("lut_tanh")
     with pytest.raises(DelegateInputError, match="input 0: expected a numpy array of int8"):
-        run_delegate(case.payload, [case.inputs[0].tolist()])  # type: ignore[list-item]
+        run_delegate(case.payload, [case.inputs[0].tolist()])
 
 
 def test_float_input_dtype_checked() -> None:
@@ -217,11 +217,10 @@ def test_scratch_is_poisoned() -> None:
     b.op(Opcode.RESHAPE, [x], a)
     # a later tensor placed where the next op's scratch lives: a bad plan
     c = b.arena(DType.INT8, (16,), q)
-    scratch = (b.tensors[c].offset, 16)
     b2 = b.arena(DType.INT8, (16,), q)
     out = b.output(DType.INT8, (16,), q)
     b.op(Opcode.RESHAPE, [a], c)
-    b.op(Opcode.RESHAPE, [a], b2, scratch=scratch)
+    b.scratch(b.op(Opcode.RESHAPE, [a], b2), 16, offset=b.tensors[c].offset)
     b.op(Opcode.RESHAPE, [c], out)
     got = run_delegate(b.build(), [np.arange(16, dtype=np.int8)])[0]
     np.testing.assert_array_equal(got.view(np.uint8), np.full(16, POISON, dtype=np.uint8))
