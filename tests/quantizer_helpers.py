@@ -106,3 +106,22 @@ def weight_dq(gm: GraphModule, node: Node, index: int) -> tuple[torch.Tensor, to
 def sqnr_db(ref: torch.Tensor, test: torch.Tensor) -> float:
     noise = (ref - test).pow(2).sum()
     return float(10 * torch.log10(ref.pow(2).sum() / noise.clamp_min(1e-30)))
+
+
+def observer_of(gm: GraphModule, node: Node) -> Any:
+    """The observer module a prepared graph calls on ``node`` (an observer call node)."""
+    assert node.op == "call_module", node.format_node()
+    return getattr(gm, str(node.target))
+
+
+def observers_around(gm: GraphModule, target: Any) -> tuple[list[Any], Any]:
+    """(observers of the tensor inputs, observer of the output) of the single ``target`` call
+    in a prepared graph."""
+    (node,) = [n for n in gm.graph.nodes if n.op == "call_function" and n.target == target]
+    ins: list[Any] = []
+    for a in node.args:
+        for x in a if isinstance(a, (list, tuple)) else [a]:
+            if isinstance(x, Node):
+                ins.append(observer_of(gm, x))
+    (out,) = node.users
+    return ins, observer_of(gm, out)

@@ -21,6 +21,7 @@ from quantizer_helpers import (
     count,
     input_qparams,
     is_float_output,
+    observers_around,
     one,
     ops,
     output_q,
@@ -296,6 +297,10 @@ def test_shared_ops_reuse_input_qparams(name: str) -> None:
     node = _single_op(gm)
     conv = one(gm, aten.conv2d.default)
     assert input_qparams(node) == output_qparams(node) == output_qparams(conv)
+    # not just equal values: one observer instance serves the input and the output
+    p = prepared(model, (torch.randn(1, 3, 6, 6),))
+    ins, out = observers_around(p, node.target)
+    assert ins == [out] and ins[0] is out
 
 
 def test_cat_inputs_and_output_share_one_qparam_set() -> None:
@@ -311,6 +316,9 @@ def test_cat_inputs_and_output_share_one_qparam_set() -> None:
     # the producers write their outputs directly in the shared qparams (no requantisation)
     assert output_qparams(ops(gm, aten.conv2d.default)[0]) == out
     assert output_qparams(one(gm, aten.mul.Tensor)) == out
+    ins, obs = observers_around(prepared(model, (torch.randn(1, 3, 5, 5), torch.randn(1, 2, 5, 5))),
+                                aten.cat.default)
+    assert len(ins) == 3 and all(o is obs for o in ins)
 
 
 def test_mean_over_channels_gets_its_own_observer() -> None:
@@ -571,6 +579,94 @@ def test_observer_choice() -> None:
     assert EspNNQuantizationConfig.default().weight.observer_or_fake_quant_ctr is PerChannelMinMaxObserver
 
 
+class InvertedResidual(nn.Module):
+    def __init__(self, c: int, expand: int) -> None:
+        super().__init__()
+        h = c * expand
+        self.block = nn.Sequential(
+            nn.Conv2d(c, h, 1, bias=False), nn.BatchNorm2d(h), nn.ReLU6(inplace=True),
+            nn.Conv2d(h, h, 3, padding=1, groups=h, bias=False), nn.BatchNorm2d(h), nn.ReLU6(inplace=True),
+            nn.Conv2d(h, c, 1, bias=False), nn.BatchNorm2d(c),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.block(x)  # type: ignore[no-any-return]
+
+
+class MiniMobileNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU6())
+        self.blocks = nn.Sequential(InvertedResidual(8, 4), InvertedResidual(8, 6))
+        self.head = nn.Sequential(nn.Dropout(0.2), nn.Linear(8, 5))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.blocks(self.stem(x))
+        y = F.adaptive_avg_pool2d(y, 1).flatten(1)
+        return F.softmax(self.head(y), dim=-1)
+
+
+class DsCnn(nn.Module):
+    """Keyword-spotting DS-CNN shape: conv, depthwise-separable blocks, avg pool, linear."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        layers: list[nn.Module] = [nn.Conv2d(1, 16, (10, 4), stride=2, padding=(5, 1)), nn.BatchNorm2d(16), nn.ReLU()]
+        for _ in range(2):
+            layers += [nn.Conv2d(16, 16, 3, padding=1, groups=16), nn.BatchNorm2d(16), nn.ReLU(),
+                       nn.Conv2d(16, 16, 1), nn.BatchNorm2d(16), nn.ReLU()]
+        self.features = nn.Sequential(*layers)
+        self.fc = nn.Linear(16, 12)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(F.avg_pool2d(self.features(x), (25, 5)).flatten(1))  # type: ignore[no-any-return]
+
+
+def _assert_fully_quantized(gm: GraphModule) -> None:
+    """Every compute op reads dequantized int8/int32 data and its result (or its fused
+    activation's) is quantized: the delegate can take the whole graph."""
+    fused: set[Node] = set()
+    for n in gm.graph.nodes:
+        if n.op != "call_function" or n.target in QDQ:
+            continue
+        tensor_args = [a for a in n.args if isinstance(a, Node)]
+        for a in n.args:
+            if isinstance(a, (list, tuple)):
+                tensor_args += [t for t in a if isinstance(t, Node)]
+        for a in tensor_args:
+            assert a.target in (DQ, DQC) or a in fused, n.format_node()
+        (user,) = n.users
+        if user.target == Q:
+            continue
+        assert clamp_bounds(user) is not None and output_q(user) is not None, n.format_node()
+        fused.add(n)
+
+
+@pytest.mark.parametrize(("net", "shape"), [(MiniMobileNet, (1, 3, 32, 32)), (DsCnn, (1, 1, 49, 10))],
+                         ids=["mobilenet-like", "ds-cnn"])
+def test_whole_networks_are_fully_quantized(net: Callable[[], nn.Module], shape: tuple[int, ...]) -> None:
+    torch.manual_seed(8)
+    model = _bn_stats(net().eval())
+    g = torch.Generator().manual_seed(9)
+    calib = [(torch.randn(shape, generator=g),) for _ in range(8)]
+    gm = run_pt2e(model, calib[0], calib=calib)
+    _assert_fully_quantized(gm)
+    convs = ops(gm, aten.conv2d.default) + ops(gm, aten.linear.default)
+    assert count(gm, aten.batch_norm.default) == 0
+    assert count(gm, DQC) == 2 * len(convs)  # BN folding gave every conv an int32 bias
+    x = torch.randn(shape, generator=g)
+    with torch.no_grad():
+        assert sqnr_db(model(x), gm(x)) > 30.0
+
+
+def _bn_stats(net: nn.Module) -> nn.Module:
+    for m in net.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.uniform_(-0.2, 0.2)
+            m.running_var.uniform_(0.5, 1.5)
+    return net
+
+
 # --------------------------------------------------------------------------- configs
 
 
@@ -682,6 +778,22 @@ def test_quantize_rejects_bad_calibration_batch(bad: Any, pattern: str) -> None:
     good = (torch.randn(1, 3, 8, 8),)
     with pytest.raises(CalibrationError, match=pattern):
         quantize(Tiny(), TINY_EX, calibration=[good, good, bad])
+
+
+def test_quantize_rejects_a_bare_tensor_as_calibration() -> None:
+    with pytest.raises(CalibrationError, match=r"iterable of input tuples .* shape \(4, 3, 8, 8\)"):
+        quantize(Tiny(), TINY_EX, calibration=torch.randn(4, 3, 8, 8))  # type: ignore[arg-type]
+
+
+def test_non_float_inputs_are_never_observed() -> None:
+    class Gather(nn.Module):
+        def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+            return x * mask
+
+    gm = run_pt2e(Gather(), (torch.randn(1, 8), torch.ones(1, 8, dtype=torch.int64)),
+                  calib=[(torch.randn(1, 8), torch.ones(1, 8, dtype=torch.int64))])
+    mul = one(gm, aten.mul.Tensor)
+    assert mul.args[0].target == DQ and mul.args[1].op == "placeholder"
 
 
 def test_quantize_rejects_empty_calibration() -> None:

@@ -145,6 +145,11 @@ def quantize(
             f"example_inputs must be a tuple of model inputs, got {type(example_inputs).__name__}; "
             "wrap a single tensor as (x,)"
         )
+    if isinstance(calibration, torch.Tensor):
+        raise CalibrationError(
+            "calibration must be an iterable of input tuples (one per batch), got a single "
+            f"tensor of shape {tuple(calibration.shape)}; pass e.g. [(x,) for x in batches]"
+        )
     exported = export_model(model, example_inputs)
     prepared = prepare_pt2e(exported.module(), quantizer or EspNNQuantizer())
 
