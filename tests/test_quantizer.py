@@ -815,6 +815,7 @@ def test_quantize_export_failure_raises_export_error_with_hint() -> None:
     assert msg.startswith("torch.export failed for DataDependent: ")
     assert "data-dependent control flow" in msg and "torch.cond" in msg
     assert "pytorch.org/docs/stable/export.html" in msg
+    assert "at test_quantizer.py:" in msg and "in forward: if x.sum() > 0:" in msg
     assert isinstance(info.value.__cause__, Exception)
     # first line of the original error is quoted
     first = str(info.value.__cause__).strip().splitlines()[0]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -40,6 +42,18 @@ def _export_hint(exc: BaseException) -> str:
     return "make forward() traceable by torch.export"
 
 
+_USER_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)\n[ \t]+(\S[^\n]*)')
+
+
+def _user_location(exc: BaseException) -> str:
+    """Where in the user's code torch.export failed, when its message says so."""
+    frames = _USER_FRAME.findall(str(exc))
+    if not frames:
+        return ""
+    path, line, func, code = frames[-1]
+    return f"\nat {Path(path).name}:{line} in {func}: {code.strip()}"
+
+
 def export_model(model: nn.Module, example_inputs: tuple[Any, ...]) -> torch.export.ExportedProgram:
     """torch.export in eval mode, mapping any failure to ExportError (the model's train/eval
     mode is restored afterwards)."""
@@ -51,8 +65,8 @@ def export_model(model: nn.Module, example_inputs: tuple[Any, ...]) -> torch.exp
         lines = str(exc).strip().splitlines()
         first = lines[0] if lines else type(exc).__name__
         raise ExportError(
-            f"torch.export failed for {type(model).__name__}: {type(exc).__name__}: {first}\n"
-            f"hint: {_export_hint(exc)}; see {EXPORT_DOCS}"
+            f"torch.export failed for {type(model).__name__}: {type(exc).__name__}: {first}"
+            f"{_user_location(exc)}\nhint: {_export_hint(exc)}; see {EXPORT_DOCS}"
         ) from exc
     finally:
         model.train(was_training)
