@@ -108,22 +108,28 @@ def check_batch(index: int, batch: object, example_inputs: Sequence[Any]) -> tup
 
 
 def _random_like(x: Any, gen: torch.Generator) -> Any:
-    """A random tensor with the shape and dtype of ``x`` and roughly its value distribution."""
+    """A random tensor with the shape and dtype of ``x`` and roughly its value distribution:
+    floats are normal with the example's mean and std, kept inside the example's [min, max]
+    (so images stay in [0, 1] and non-negative features stay non-negative); integers are
+    uniform over the example's range.  Non-tensors are passed through unchanged."""
     if not isinstance(x, torch.Tensor):
         return x
+    if x.numel() == 0:
+        return x.clone()
     if x.dtype == torch.bool:
         return torch.randint(0, 2, x.shape, generator=gen).to(torch.bool)
     if x.dtype.is_floating_point:
         xf = x.detach().to(torch.float64)
-        mean = float(xf.mean()) if xf.numel() else 0.0
+        if not bool(torch.isfinite(xf).all()):
+            return torch.randn(x.shape, generator=gen, dtype=torch.float64).to(x.dtype)
+        lo, hi = float(xf.min()), float(xf.max())
         std = float(xf.std()) if xf.numel() > 1 else 0.0
-        if not (std > 0.0 and torch.isfinite(xf).all()):
-            mean, std = 0.0, 1.0
-        r = torch.randn(x.shape, generator=gen, dtype=torch.float64) * std + mean
-        return r.to(x.dtype)
-    lo = int(x.min()) if x.numel() else 0
-    hi = int(x.max()) if x.numel() else 0
-    return torch.randint(lo, hi + 1, x.shape, generator=gen, dtype=torch.int64).to(x.dtype)
+        if not std > 0.0:
+            return x.detach().clone()  # a constant example: nothing to vary
+        r = torch.randn(x.shape, generator=gen, dtype=torch.float64) * std + float(xf.mean())
+        return r.clamp(lo, hi).to(x.dtype)
+    lo_i, hi_i = int(x.min()), int(x.max())
+    return torch.randint(lo_i, hi_i + 1, x.shape, generator=gen, dtype=torch.int64).to(x.dtype)
 
 
 def random_calibration(
