@@ -691,6 +691,20 @@ def test_config_rejects_schemes_espnn_cannot_run() -> None:
     )
     with pytest.raises(QuantizerConfigError, match=r"weight range \[-128, 127\]"):
         EspNNQuantizationConfig(activation=base.activation, weight=narrow_w)
+    minmax_w = QuantizationSpec(
+        dtype=torch.int8, quant_min=-127, quant_max=127, qscheme=torch.per_channel_symmetric,
+        ch_axis=0, observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=1e-6),
+    )
+    with pytest.raises(QuantizerConfigError, match="weight observer MinMaxObserver is not per-channel"):
+        EspNNQuantizationConfig(activation=base.activation, weight=minmax_w)
+    custom = EspNNQuantizationConfig(  # a per-channel observer with other arguments is fine
+        activation=base.activation,
+        weight=QuantizationSpec(
+            dtype=torch.int8, quant_min=-127, quant_max=127, qscheme=torch.per_channel_symmetric,
+            ch_axis=0, observer_or_fake_quant_ctr=PerChannelMinMaxObserver.with_args(eps=1e-6),
+        ),
+    )
+    assert custom.weight.ch_axis == 0
     with pytest.raises(QuantizerConfigError, match="unknown activation observer 'percentile'"):
         EspNNQuantizationConfig.default("percentile")  # type: ignore[arg-type]
 
