@@ -10,6 +10,21 @@
 
 #include <stdint.h>
 
+/* Test builds define ESPNN_HOST_STRICT: a kernel called with arguments the engine promises
+ * never to pass (a grouped filter to the dense convolution, a dilation, a size beyond
+ * ESP-NN's uint16/int16 ranges) aborts, so the engine's tests prove the promise. */
+#ifdef ESPNN_HOST_STRICT
+#include <stdlib.h>
+#define HN_REQUIRE(cond) \
+    do { \
+        if (!(cond)) { \
+            abort(); \
+        } \
+    } while (0)
+#else
+#define HN_REQUIRE(cond) ((void)0)
+#endif
+
 /* Two's complement wrap of a 64-bit value to int32, spelled portably: what a 32-bit
  * register holds after an overflowing add on the device. */
 static inline int32_t hn_wrap32(int64_t v)

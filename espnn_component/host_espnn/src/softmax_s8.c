@@ -128,6 +128,7 @@ void esp_nn_softmax_s8(const int8_t *input_data, const int32_t height, const int
                        int8_t *output_data)
 {
     (void)softmax_scratch;
+    HN_REQUIRE(width <= 511); /* beyond, ESP-NN's final shift is undefined */
     for (int32_t row = 0; row < height; row++) {
         const int8_t *in = input_data + (int64_t)row * width;
         int8_t *out = output_data + (int64_t)row * width;
