@@ -78,8 +78,10 @@ static espnn_status_t prepare(espnn_prep_t *p, bool avg)
     if (st == ESPNN_OK) {
         st = espnn_prep_param(p, POOL_P_PR, 0, kw / 2, &pr);
     }
-    if (st == ESPNN_OK && (int64_t)kh * kw > ESPNN_MAX_POOL_WINDOW) {
-        st = espnn_prep_fail(p, "kernel_h", (int64_t)kh * kw, ESPNN_MAX_POOL_WINDOW);
+    /* kh, kw <= 65535: the product fits in 32 unsigned bits */
+    const uint32_t window = (uint32_t)kh * (uint32_t)kw;
+    if (st == ESPNN_OK && window > ESPNN_MAX_POOL_WINDOW) {
+        st = espnn_prep_fail(p, "kernel_h", window, ESPNN_MAX_POOL_WINDOW);
     }
     if (st == ESPNN_OK) {
         st = espnn_prep_act(p, POOL_P_ACT_MIN, POOL_P_ACT_MAX);

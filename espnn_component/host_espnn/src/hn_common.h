@@ -72,7 +72,7 @@ static inline int32_t hn_rdbp_neg(int32_t x, int32_t shift)
 static inline int32_t hn_requant(int32_t x, int32_t mult, int32_t shift)
 {
     if (shift > 0) {
-        x = hn_wrap32((int64_t)x * ((int64_t)1 << (shift > 31 ? 31 : shift)));
+        x = hn_wrap32((int64_t)x * (int64_t)((uint32_t)1 << (shift > 31 ? 31 : shift)));
         return hn_srdhm(x, mult);
     }
     return hn_rdbp_neg(hn_srdhm(x, mult), shift);
