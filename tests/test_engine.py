@@ -41,6 +41,7 @@ from executorch_espnn.payload import (
     Payload,
     PayloadError,
     Storage,
+    Target,
     TensorRec,
     decode,
     encode,
@@ -74,12 +75,11 @@ CASE_NAMES = sorted(_cases())
 
 @functools.cache
 def _exe(variant_name: str) -> Path:
-    variants = {v.name: v for v in (eh.HOST, eh.M32, eh.ASAN64, eh.ASAN32)}
-    return eh.build(variants[variant_name])
+    return eh.build(_variant(variant_name))
 
 
 def _variant(name: str) -> eh.Variant:
-    return {v.name: v for v in (eh.HOST, eh.M32, eh.ASAN64, eh.ASAN32)}[name]
+    return {v.name: v for v in (eh.HOST, eh.M32, eh.ASAN64, eh.ASAN32, eh.CHIP)}[name]
 
 
 def _bytes(arrays: list[Array]) -> list[bytes]:
@@ -380,6 +380,49 @@ def test_softmax_row_4095_is_accepted() -> None:
     assert eh.check_many(_exe("asan64"), eh.ASAN64, [_softmax_row(4095)])[0].status == "ESPNN_OK"
 
 
+# ----------------------------------------------------------------------- target and scratch
+
+
+def _for_chip(data: bytes, target: Target, scratch: int) -> bytes:
+    """The payload as lowered for ``target``: every op gets ``scratch`` bytes of its own."""
+    p = decode(data)
+    p.target = target
+    for op in p.ops:
+        op.scratch_offset, op.scratch_size = (p.arena_size + 15) // 16 * 16, scratch
+        p.arena_size = op.scratch_offset + scratch
+    return encode(p)
+
+
+def test_payload_short_of_esp_nn_scratch_is_refused() -> None:
+    """A generic payload (ANSI scratch: none) on a build whose ESP-NN wants 64 bytes."""
+    for name in ("conv_1x1", "dw_mult1", "softmax_rows"):
+        case = _cases()[name]
+        r = _run("chip", case.payload, case.inputs, 1)
+        assert r.returncode == 2, (name, r.stderr)
+        err = r.error_fields()
+        assert (err["status"], err["field"], err["op"], err["value"], err["limit"]) == (
+            "ESPNN_ERR_TARGET", "scratch_size", "0", "0", "64"), name
+        assert "another target or ESP-NN version" in r.stderr
+
+
+def test_payload_for_this_chip_runs_with_its_scratch() -> None:
+    for name in ("conv_1x1", "dw_mult1", "softmax_rows", "conv_groups4_16to16"):
+        case = _cases()[name]
+        data = _for_chip(case.payload, Target.ESP32S3, 64)
+        _assert_exact("chip", pf.Case(name, data, case.inputs, None))
+
+
+def test_payload_for_another_chip_is_refused() -> None:
+    case = _cases()["conv_1x1"]
+    data = _for_chip(case.payload, Target.ESP32, 64)
+    decode(data)  # valid as such: only a runtime built for one chip knows it cannot run it
+    r = _run("chip", data, case.inputs, 1)
+    err = r.error_fields()
+    assert (r.returncode, err["status"], err["field"]) == (2, "ESPNN_ERR_TARGET", "target")
+    # the host simulator needs no scratch and runs every target's payloads
+    _assert_exact("host", pf.Case("conv_1x1_esp32", data, case.inputs, None))
+
+
 # ----------------------------------------------------------------------- random mutations
 
 MUTATION_CASES = ["conv_3x3_s2_odd", "conv_groups4_16to16", "dw_mult2_s2", "fc_3d",
@@ -394,12 +437,12 @@ def _mutate(data: bytes, rng: random.Random) -> bytes:
     """One corruption, mostly of the structure (header, tables, op records), sometimes of the
     constants; small values are favoured so mutants often stay valid or nearly so."""
     b = bytearray(data)
-    const_off = int(struct.unpack_from("<I", data, 44)[0])
     kind = rng.random()
-    if kind < 0.05:
-        return bytes(b[: rng.randrange(len(b))])
-    hi = const_off if kind < 0.85 or const_off >= len(b) else len(b)
-    lo = 0 if hi == const_off else const_off
+    if kind < 0.05 or len(b) < 64:
+        return bytes(b[: rng.randrange(max(len(b), 1))])
+    # the structure ends where the constants start (as long as that field is sane)
+    const_off = min(max(int(struct.unpack_from("<I", data, 44)[0]), 64), len(b))
+    lo, hi = (0, const_off) if kind < 0.85 or const_off >= len(b) else (const_off, len(b))
     pos = rng.randrange(lo, hi)
     width = rng.choice((1, 1, 2, 4))
     pos = min(pos, len(b) - width)

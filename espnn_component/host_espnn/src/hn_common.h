@@ -25,6 +25,12 @@
 #define HN_REQUIRE(cond) ((void)0)
 #endif
 
+/* The reference kernels need no scratch.  Tests set this to exercise the engine's check that
+ * a payload carries as much scratch as the ESP-NN build asks for. */
+#ifndef HN_TEST_SCRATCH_BYTES
+#define HN_TEST_SCRATCH_BYTES 0
+#endif
+
 /* Two's complement wrap of a 64-bit value to int32, spelled portably: what a 32-bit
  * register holds after an overflowing add on the device. */
 static inline int32_t hn_wrap32(int64_t v)
