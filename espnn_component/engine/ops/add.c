@@ -4,7 +4,7 @@
  * position for a per-channel operand); runs shorter than MIN_KERNEL_RUN use the engine's own
  * loop with the same arithmetic.
  */
-#include "esp_nn.h"
+#include "espnn_esp_nn.h"
 #include "espnn_broadcast.h"
 #include "espnn_fixedpoint.h"
 

@@ -5,7 +5,7 @@
  */
 #include <stddef.h>
 
-#include "esp_nn.h"
+#include "espnn_esp_nn.h"
 #include "espnn_conv_common.h"
 #include "espnn_fixedpoint.h"
 

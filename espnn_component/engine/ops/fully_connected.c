@@ -6,7 +6,7 @@
  */
 #include <stddef.h>
 
-#include "esp_nn.h"
+#include "espnn_esp_nn.h"
 #include "espnn_internal.h"
 #include "espnn_util.h"
 

@@ -8,7 +8,7 @@
  * nudge (not TFLite's), so on S3 optimised builds the per-channel case uses the elementwise
  * kernel per run instead, keeping results bit-exact with the reference.
  */
-#include "esp_nn.h"
+#include "espnn_esp_nn.h"
 #include "espnn_broadcast.h"
 #include "espnn_fixedpoint.h"
 

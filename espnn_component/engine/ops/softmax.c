@@ -13,7 +13,7 @@
  * summed in Q12.19, the sum is normalised and inverted by Newton-Raphson, and each exp times
  * the reciprocal is rounded to 8 bits.
  */
-#include "esp_nn.h"
+#include "espnn_esp_nn.h"
 #include "espnn_fixedpoint.h"
 #include "espnn_internal.h"
 

@@ -207,9 +207,11 @@ uint32_t espnn_dtype_size(uint32_t dtype);
 
 /* ---- the target this runtime's kernels belong to --------------------------------------- */
 /* -1: any (host simulator, bare-metal test builds).  On ESP-IDF, the chip's target id. */
-#ifndef ESPNN_BUILD_TARGET
 #if defined(ESP_PLATFORM)
 #include "sdkconfig.h"
+#endif
+#ifndef ESPNN_BUILD_TARGET
+#if defined(ESP_PLATFORM)
 #if defined(CONFIG_IDF_TARGET_ESP32)
 #define ESPNN_BUILD_TARGET ESPNN_TARGET_ESP32
 #elif defined(CONFIG_IDF_TARGET_ESP32S2)
