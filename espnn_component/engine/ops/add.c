@@ -31,7 +31,7 @@ typedef struct add_state {
     espnn_bcast_t plan;
 } add_state_t;
 #define ADD_STATE_BYTES 104u
-ESPNN_STATIC_ASSERT(sizeof(add_state_t) == ADD_STATE_BYTES, "add state");
+ESPNN_FAMILY_STATE(add_state_t, ADD_STATE_BYTES);
 
 static espnn_status_t prepare(espnn_prep_t *p)
 {
