@@ -277,7 +277,7 @@ def test_pt2_not_an_archive(tmp_path: Path) -> None:
 def test_pte_rejects_calibration(tmp_path: Path) -> None:
     p = tmp_path / "m.pte"
     p.write_bytes(b"\0" * 64)
-    with pytest.raises(CalibrationError, match="already lowered .pte"):
+    with pytest.raises(CalibrationError, match=r"already lowered \.pte"):
         load_model_file(p, calibration=tmp_path / "c.npz")
 
 
