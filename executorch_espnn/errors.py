@@ -41,3 +41,7 @@ class HostBuildError(EspNNError):
 
 class HostRuntimeError(EspNNError):
     """Loading or running a program on the host runtime failed."""
+
+
+class QuantizerConfigError(EspNNError):
+    """A quantization config asks for a scheme ESP-NN cannot execute."""
