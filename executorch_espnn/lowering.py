@@ -72,6 +72,9 @@ class LoweredModel:
     pte: bytes
     report: LoweringReport
     timings: StageTimings
+    # the quantized program that was lowered (q/dq ops, float I/O): what the delegate's
+    # arithmetic is compared against; None when not kept
+    quantized_program: ExportedProgram | None = None
 
     @property
     def inputs(self) -> list[TensorSpec]:
@@ -249,4 +252,4 @@ def lower(
         input_names=input_names,
         timings=timings.as_dict(),
     )
-    return LoweredModel(pte, report, timings)
+    return LoweredModel(pte, report, timings, qep)
