@@ -41,3 +41,11 @@ class HostBuildError(EspNNError):
 
 class HostRuntimeError(EspNNError):
     """Loading or running a program on the host runtime failed."""
+
+
+class KconfigError(EspNNError):
+    """The Kconfig or an sdkconfig file cannot be resolved (unknown option, refused value)."""
+
+
+class SelectiveBuildError(EspNNError):
+    """The CPU operator list cannot be turned into a kernel registration."""

@@ -1,0 +1,11 @@
+/* Test stand-in for ESP-IDF's esp_psram.h. */
+#ifndef ESPNN_TEST_ESP_PSRAM_H
+#define ESPNN_TEST_ESP_PSRAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+bool esp_psram_is_initialized(void);
+size_t esp_psram_get_size(void);
+
+#endif
