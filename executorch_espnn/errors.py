@@ -49,3 +49,11 @@ class KconfigError(EspNNError):
 
 class SelectiveBuildError(EspNNError):
     """The CPU operator list cannot be turned into a kernel registration."""
+
+
+class QuantizerConfigError(EspNNError):
+    """A quantization config asks for a scheme ESP-NN cannot execute."""
+
+
+class DelegateInputError(EspNNError, ValueError):
+    """Arrays passed to a delegate (reference or host run) do not match its inputs."""
