@@ -1,10 +1,10 @@
-"""The component's Kconfig for builds that are not ESP-IDF (host, Arduino).
+"""The component's Kconfig for builds that are not ESP-IDF (host, Arduino): glue around
+executorch_espnn.kconfig, which owns the resolution and the header format.
 
-ESP-IDF resolves espnn_component/Kconfig itself (and shows it in its menuconfig).  Elsewhere
-kconfiglib resolves the same file from the project's sdkconfig.<env> (written by
-`pio run -t menuconfig`), else sdkconfig.defaults, else the Kconfig defaults, into the same
-CONFIG_ESPNN_ET_* macros.  ESP-IDF's SPIRAM symbol, which our options depend on, is supplied
-by a small wrapper (templates/Kconfig.standalone.j2) from the board's PSRAM flag.
+ESP-IDF resolves espnn_component/Kconfig itself and shows it in its menuconfig.  Elsewhere the
+project's sdkconfig.<env> (written by `pio run -t menuconfig`) or, when there is none,
+sdkconfig.defaults, is resolved by kconfiglib into the same CONFIG_ESPNN_ET_* macros, written
+as $BUILD_DIR/executorch/config/espnn_sdkconfig.h, which espnn_config.h includes.
 """
 
 from __future__ import annotations
@@ -12,102 +12,99 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-PREFIX = "ESPNN_ET_"
-WRAPPER_TEMPLATE = "Kconfig.standalone.j2"
+PREFIX = "CONFIG_ESPNN_ET_"
 
 
-@dataclass(frozen=True)
+class KconfigGlueError(Exception):
+    """One line for the build to print."""
+
+
+def _kconfig_module() -> Any:
+    try:
+        from executorch_espnn import kconfig
+    except ImportError as exc:
+        raise KconfigGlueError(
+            f"PlatformIO's Python cannot import executorch_espnn.kconfig ({exc}); install with: "
+            f'"{sys.executable}" -m pip install executorch-espnn'
+        ) from exc
+    return kconfig
+
+
+@dataclass
 class KconfigSetup:
     component_kconfig: Path
-    wrapper: Path  # rendered into $BUILD_DIR/executorch/Kconfig
-    sdkconfig: Path  # project/sdkconfig.<env>
-    defaults: Path  # project/sdkconfig.defaults
+    out_dir: Path  # $BUILD_DIR/executorch/config
+    sdkconfig: Path  # <project>/sdkconfig.<env>
+    defaults: Path  # <project>/sdkconfig.defaults
     has_psram: bool
+    _values: dict[str, Any] | None = field(default=None, repr=False)
 
-    def config_file(self) -> Path | None:
+    def config_files(self) -> list[Path]:
+        """ESP-IDF's rule: sdkconfig.<env> when it exists, else sdkconfig.defaults."""
         for p in (self.sdkconfig, self.defaults):
             if p.is_file():
-                return p
-        return None
+                return [p]
+        return []
 
-    def load(self) -> Any:
-        try:
-            import kconfiglib
-        except ImportError as exc:
-            raise RuntimeError(
-                f"PlatformIO's Python lacks kconfiglib; install with: "
-                f'"{sys.executable}" -m pip install "kconfiglib>=14.1"'
-            ) from exc
-        self.render_wrapper()
-        kconf = kconfiglib.Kconfig(str(self.wrapper), warn_to_stderr=False)
-        cfg = self.config_file()
-        if cfg is not None:
-            kconf.load_config(str(cfg))
-        return kconf
+    def overrides(self) -> dict[str, bool]:
+        # A board that declares PSRAM turns SPIRAM on; otherwise the user's choice stands.
+        return {"SPIRAM": True} if self.has_psram else {}
 
-    def render_wrapper(self) -> None:
-        import jinja2
+    def values(self) -> dict[str, Any]:
+        if self._values is None:
+            kconfig = _kconfig_module()
+            try:
+                self._values = dict(
+                    kconfig.resolve(self.component_kconfig, self.config_files(), self.overrides())
+                )
+            except Exception as exc:  # KconfigError: already one line naming file and fix
+                raise KconfigGlueError(str(exc)) from exc
+        return self._values
 
-        from .render import TEMPLATES
-
-        text = (
-            jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), keep_trailing_newline=True)
-            .get_template(WRAPPER_TEMPLATE)
-            .render(component_kconfig=str(self.component_kconfig).replace("\\", "/"),
-                    has_psram=self.has_psram)
+    def write_header(self) -> Path:
+        kconfig = _kconfig_module()
+        return Path(
+            kconfig.render_header(
+                self.values(),
+                self.out_dir / "espnn_sdkconfig.h",
+                kconfig=self.component_kconfig,
+                sources=self.config_files(),
+            )
         )
-        self.wrapper.parent.mkdir(parents=True, exist_ok=True)
-        if not self.wrapper.is_file() or self.wrapper.read_text(encoding="utf8") != text:
-            self.wrapper.write_text(text, encoding="utf8")
-
-    def macros(self) -> dict[str, str]:
-        """CONFIG_ESPNN_ET_* as sdkconfig.h would define them (bool n: absent)."""
-        import kconfiglib
-
-        kconf = self.load()
-        out: dict[str, str] = {}
-        for sym in kconf.unique_defined_syms:
-            if not sym.name.startswith(PREFIX):
-                continue
-            value = sym.str_value
-            if sym.type in (kconfiglib.BOOL, kconfiglib.TRISTATE):
-                if value == "y":
-                    out["CONFIG_" + sym.name] = "1"
-            elif sym.type == kconfiglib.STRING:
-                out["CONFIG_" + sym.name] = '"' + value.replace('"', '\\"') + '"'
-            elif value:
-                out["CONFIG_" + sym.name] = value
-        return out
 
     def placement(self) -> str:
-        m = self.macros()
-        for name, policy in (("INTERNAL", "internal"), ("PSRAM", "psram"), ("AUTO", "auto")):
-            if f"CONFIG_{PREFIX}PLACEMENT_{name}" in m:
-                return policy
+        v = self.values()
+        if v.get(PREFIX + "ARENA_IN_INTERNAL") or v.get(PREFIX + "PLANNED_IN_INTERNAL"):
+            return "internal"
+        if v.get(PREFIX + "ARENA_IN_PSRAM") and v.get(PREFIX + "PLANNED_IN_PSRAM"):
+            return "psram"
         return "auto"
 
     def internal_cap(self) -> int:
-        m = self.macros()
-        for key in ("INTERNAL_RAM_CAP", "INTERNAL_RAM_LIMIT", "MAX_INTERNAL_BYTES"):
-            v = m.get(f"CONFIG_{PREFIX}{key}")
-            if v:
-                return int(v, 0)
-        return 0
+        return int(self.values().get(PREFIX + "INTERNAL_RAM_CAP", 0) or 0)
+
+    def macros(self) -> dict[str, str]:
+        out = {}
+        for name, value in self.values().items():
+            if isinstance(value, bool):
+                if value:
+                    out[name] = "1"
+            else:
+                out[name] = str(value)
+        return out
 
 
 def board_has_psram(env: Any) -> bool:
     if "BOARD" not in env:
         return False
-    board = env.BoardConfig()
-    flags = board.get("build.extra_flags", "")
+    flags = env.BoardConfig().get("build.extra_flags", "")
     text = " ".join(flags) if isinstance(flags, list) else str(flags)
-    return "BOARD_HAS_PSRAM" in text or "BOARD_HAS_PSRAM" in " ".join(
-        str(f) for f in env.get("BUILD_FLAGS", [])
-    )
+    text += " " + " ".join(str(f) for f in env.get("BUILD_FLAGS", []))
+    return "BOARD_HAS_PSRAM" in text
 
 
 def for_env(env: Any, platform_dir: Path) -> KconfigSetup | None:
@@ -117,7 +114,7 @@ def for_env(env: Any, platform_dir: Path) -> KconfigSetup | None:
     project = Path(env.subst("$PROJECT_DIR"))
     return KconfigSetup(
         component_kconfig=kconfig,
-        wrapper=Path(env.subst("$BUILD_DIR")) / "executorch" / "Kconfig",
+        out_dir=Path(env.subst("$BUILD_DIR")) / "executorch" / "config",
         sdkconfig=project / f"sdkconfig.{env['PIOENV']}",
         defaults=project / "sdkconfig.defaults",
         has_psram=board_has_psram(env),
@@ -125,14 +122,23 @@ def for_env(env: Any, platform_dir: Path) -> KconfigSetup | None:
 
 
 def run_menuconfig(setup: KconfigSetup, python: str) -> int:
-    """kconfiglib's menuconfig in this terminal, saving to sdkconfig.<env>."""
-    kconf = setup.load()
+    """kconfiglib's menuconfig in this terminal over the same Kconfig, saved to sdkconfig.<env>."""
+    import kconfiglib
+
+    kconfig = _kconfig_module()
+    wrapper = Path(kconfig.standalone_kconfig(setup.component_kconfig, setup.out_dir))
     if not setup.sdkconfig.is_file():  # start from sdkconfig.defaults, as ESP-IDF does
+        kconf = kconfiglib.Kconfig(str(wrapper), warn_to_stderr=False)
+        kconf.warn_assign_undef = False
+        for p in setup.config_files():
+            kconf.load_config(str(p))
+        for name, value in setup.overrides().items():
+            kconf.syms[name].set_value("y" if value else "n")
         kconf.write_config(str(setup.sdkconfig), save_old=False)
     env = dict(os.environ)
     env["KCONFIG_CONFIG"] = str(setup.sdkconfig)
     env.setdefault("MENUCONFIG_STYLE", "aquatic")
-    return subprocess.call([python, "-m", "menuconfig", str(setup.wrapper)], env=env)
+    return subprocess.call([python, "-m", "menuconfig", str(wrapper)], env=env)
 
 
 def add_menuconfig_target(env: Any, setup: KconfigSetup | None) -> None:
@@ -147,9 +153,9 @@ def add_menuconfig_target(env: Any, setup: KconfigSetup | None) -> None:
     AlwaysBuild(env.Alias("menuconfig", None, env.VerboseAction(action, "Running menuconfig...")))
 
 
-def add_macros(env: Any, setup: KconfigSetup | None) -> dict[str, str]:
+def apply(env: Any, setup: KconfigSetup | None) -> None:
+    """Write espnn_sdkconfig.h for this env and put it on the include path."""
     if setup is None:
-        return {}
-    macros = setup.macros()
-    env.Append(CPPDEFINES=[(k, v) if v != "1" else k for k, v in sorted(macros.items())])
-    return macros
+        return
+    header = setup.write_header()
+    env.Append(CPPPATH=[str(header.parent)])

@@ -24,7 +24,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from espnn_pio import render  # noqa: E402
+from espnn_pio import checkout, render  # noqa: E402
 
 # module -> the requirement to install when it is missing (pins as in pyproject.toml)
 REQUIREMENTS = {
@@ -131,7 +131,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--strict", action="store_true")
     p.add_argument("--calibration", type=Path)
     p.add_argument("--model-option", default="custom_executorch_model")
+    p.add_argument("--package-root", type=Path, help="a checkout whose executorch_espnn to use")
     args = p.parse_args(argv)
+    if args.package_root is not None:
+        checkout.use_checkout_package(args.package_root)
 
     missing = missing_packages(args.kind)
     if missing:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import render
+from . import checkout, render
 from .options import MODEL, ModelOptions
 
 HERE = Path(__file__).resolve().parent
@@ -61,7 +61,7 @@ class StepPaths:
 
     @property
     def source(self) -> Path:
-        return self.gen / "model_pte.c"
+        return self.gen / "model_pte_data.S"
 
     def outputs(self) -> list[Path]:
         return [self.pte, self.info, *(self.gen / n for n in render.OUTPUTS)]
@@ -100,8 +100,7 @@ def _module_version(module: str) -> str:
 
 def checkout_package_dir(platform_dir: Path) -> Path | None:
     """executorch_espnn inside the platform folder (a repository checkout), if any."""
-    pkg = platform_dir / "executorch_espnn"
-    return pkg if (pkg / "__init__.py").is_file() else None
+    return checkout.package_dir(platform_dir)
 
 
 def _tree_hash(root: Path, patterns: Iterable[str]) -> str:
@@ -145,13 +144,8 @@ def is_up_to_date(paths: StepPaths, key: dict[str, Any]) -> bool:
         return False
 
 
-def subprocess_env(platform_dir: Path) -> dict[str, str]:
+def subprocess_env() -> dict[str, str]:
     env = dict(os.environ)
-    if checkout_package_dir(platform_dir) is not None:
-        # Running from a checkout: the lowering uses this very package.
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(platform_dir), env.get("PYTHONPATH", "")) if p
-        )
     env["PYTHONUNBUFFERED"] = "1"
     return env
 
@@ -172,6 +166,8 @@ def run(opts: ModelOptions, paths: StepPaths, python: str, platform_dir: Path) -
         "--target", opts.target,
         "--model-option", MODEL,
     ]
+    if checkout_package_dir(platform_dir) is not None:
+        cmd += ["--package-root", str(platform_dir)]  # a checkout: lower with this very package
     if opts.strict:
         cmd.append("--strict")
     if opts.calibration:
@@ -181,7 +177,7 @@ def run(opts: ModelOptions, paths: StepPaths, python: str, platform_dir: Path) -
         cmd,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        env=subprocess_env(platform_dir),
+        env=subprocess_env(),
         text=True,
         errors="replace",
     )

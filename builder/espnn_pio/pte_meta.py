@@ -30,6 +30,7 @@ class TensorMeta:
     dtype: int  # ESPNN_DTYPE_*
     dtype_name: str
     dims: list[int]
+    numel: int
     nbytes: int
     scale: float = 0.0
     zero_point: int = 0
@@ -100,7 +101,7 @@ def _tensor_meta(plan: Any, idx: int, name: str, quant: dict[int, tuple[float, i
     for d in dims:
         numel *= d
     scale, zp = quant.get(idx, (0.0, 0)) if dtype_name in ("int8", "uint8") else (0.0, 0)
-    return TensorMeta(name, dtype, dtype_name, dims, numel * elem, scale, zp)
+    return TensorMeta(name, dtype, dtype_name, dims, numel, numel * elem, scale, zp)
 
 
 def read(pte: bytes, method: str = "forward") -> PteMeta:

@@ -12,10 +12,10 @@ from typing import Any
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 
-# Generated file -> template.  model_pte.c holds the bytes (.incbin) and the descriptor.
+# Generated file -> template: the descriptor (header) and the bytes (.incbin in the .S).
 OUTPUTS = {
     "model_pte.h": "model_pte.h.j2",
-    "model_pte.c": "model_pte.c.j2",
+    "model_pte_data.S": "model_pte_data.S.j2",
     "CMakeLists.txt": "model_component.cmake.j2",
 }
 
@@ -96,8 +96,10 @@ def _c_float(x: float) -> str:
 
 
 def _asm_path(p: Path) -> str:
-    # inside a C string that holds an assembler string: escape for both
-    return str(p).replace("\\", "/").replace('"', '\\\\\\"')
+    text = str(p).replace("\\", "/")
+    if '"' in text or "\n" in text:
+        raise ValueError(f"the build folder path {text!r} cannot be named in an assembler .incbin")
+    return text
 
 
 GENERATED_SUBDIR = "espnn_model"  # also the ESP-IDF component name of the generated files

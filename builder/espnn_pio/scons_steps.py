@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import kconfig_glue, model_step, options, report
+from . import checkout, kconfig_glue, model_step, options, report
 
 # Targets that never need the model (they only inspect or configure the project).
 _NO_MODEL_TARGETS = {"menuconfig", "envdump", "idedata", "__idedata", "sizedata"}
@@ -46,6 +46,7 @@ def read_options(env: Any) -> options.ModelOptions | None:
 def setup(env: Any) -> None:
     platform = env.PioPlatform()
     platform_dir = Path(platform.get_dir())
+    checkout.use_checkout_package(platform_dir)  # a checkout: its executorch_espnn, not another
     try:
         opts = read_options(env)
     except options.OptionError as exc:
@@ -56,6 +57,11 @@ def setup(env: Any) -> None:
     is_espidf_esp = "espidf" in _frameworks(env) and not platform.is_host_env()
     if not is_espidf_esp:
         kconfig_glue.add_menuconfig_target(env, kconf)
+        try:
+            kconfig_glue.apply(env, kconf)
+        except kconfig_glue.KconfigGlueError as exc:
+            _fail(env, str(exc))
+            return
     env["ESPNN_KCONFIG"] = kconf
 
     targets = set(_command_line_targets())
@@ -72,7 +78,11 @@ def setup(env: Any) -> None:
         _fail(env, str(exc))
         return
 
-    budget = _ram_budget(env, platform, info, kconf)
+    try:
+        budget = _ram_budget(env, platform, info, kconf)
+    except kconfig_glue.KconfigGlueError as exc:
+        _fail(env, str(exc))
+        return
     if ran:
         for line in report.summary_lines(info, budget):
             print(line)
@@ -95,7 +105,7 @@ def setup(env: Any) -> None:
         # .incbin'd .pte is invisible to SCons's scanner, hence the explicit dependency.
         env.Append(CPPPATH=[str(paths.gen)])
         obj = env.Object(
-            str(Path(env.subst("$BUILD_DIR")) / model_step.OUT_SUBDIR / "model_pte.o"),
+            str(Path(env.subst("$BUILD_DIR")) / model_step.OUT_SUBDIR / "model_pte_data.o"),
             str(paths.source),
         )
         env.Depends(obj, str(paths.pte))
