@@ -114,9 +114,9 @@ def cache_dir() -> Path:
 
 
 def executorch_dir() -> Path:
-    import executorch
+    import executorch.version  # the package is a namespace package: no executorch.__file__
 
-    return Path(executorch.__file__).resolve().parent
+    return Path(executorch.version.__file__).resolve().parent
 
 
 def executorch_version() -> str:
@@ -243,9 +243,8 @@ def _run_logged(cmd: Sequence[str], log: Path, what: str, env: dict[str, str]) -
         raise HostBuildError(f"{what} failed (exit {proc.returncode}); full log: {log}\n{tail}")
 
 
-def _build_into(work: Path, toolchain: Toolchain, component: Path) -> Path:
-    """Configure and build the library in ``work``; returns the built file."""
-    log = work / "build.log"
+def _build_into(work: Path, toolchain: Toolchain, component: Path, log: Path) -> Path:
+    """Configure and build the library in ``work``, logging to ``log``; returns the built file."""
     env = dict(os.environ, CXX=str(toolchain.cxx))
     if toolchain.cc is not None:
         env["CC"] = str(toolchain.cc)
@@ -285,12 +284,14 @@ def build_library(*, force: bool = False) -> Path:
             return library
         root.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix=f"{key}.tmp-", dir=root))
+        log = root / f"{key}.build.log"  # outside `work`, so a failed build's log survives
+        log.write_text("")
         try:
-            built = _build_into(work, toolchain, component)
+            built = _build_into(work, toolchain, component, log)
             staged = work / "out"
             staged.mkdir()
             shutil.copy2(built, staged / LIBRARY_FILE)
-            shutil.copy2(work / "build.log", staged / "build.log")
+            shutil.move(log, staged / "build.log")
             if final.exists():  # a stale or forced entry: we hold the lock
                 shutil.rmtree(final)
             os.replace(staged, final)  # atomic: readers see no library or a whole one
