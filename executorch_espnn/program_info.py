@@ -73,6 +73,7 @@ class ProgramInfo:
     delegate_calls: tuple[DelegateCallInfo, ...]
     kernel_calls: tuple[KernelCallInfo, ...]
     scalars: dict[int, float | int]  # value index -> Int/Double constant
+    planned_buffers: tuple[int, ...]  # bytes of each memory-planned buffer (mem id 1, 2, ...)
 
     @property
     def used_backends(self) -> tuple[str, ...]:
@@ -149,4 +150,6 @@ def read_program(pte: bytes, method: str = "forward") -> ProgramInfo:
         delegate_calls=tuple(delegate_calls),
         kernel_calls=tuple(kernel_calls),
         scalars=scalars,
+        # entry 0 is reserved by ExecuTorch; the rest are the planned buffers
+        planned_buffers=tuple(int(b) for b in plan.non_const_buffer_sizes[1:]),
     )

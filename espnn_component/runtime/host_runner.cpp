@@ -2,10 +2,13 @@
  * The standalone host runner: runs the program embedded by a generated model_pte.h through
  * EspnnModel (the same code path a sketch uses on the chip) and prints every output.
  *
- *   espnn_runner [--input INDEX=FILE]... [--seed N] [--repeat N]
+ *   espnn_runner [--input INDEX=FILE]... [--seed N] [--repeat N] [--view native|float|int8]
  *
- * An input without --input gets deterministic data (see fill_deterministic); FILE holds the
- * raw little-endian values in the input's program dtype.  Output lines:
+ * --view picks the EspnnModel view of every input and output: the program's own dtype
+ * (default), float (quantized/dequantized at the boundary for int8 tensors) or int8 (the raw
+ * quantized side of float tensors).  An input without --input gets deterministic data (see
+ * fill_deterministic); FILE holds the raw little-endian values in the view's dtype.
+ * Output lines:
  *
  *   output 0 float32 [1, 10]: v0 v1 ...      (floats printed with 9 significant digits,
  *   latency_us 1234                            enough to read back the exact float32)
@@ -22,14 +25,18 @@
 
 namespace {
 
+enum class View { kNative, kFloat, kInt8 };
+
 struct Options {
     const char *input_files[ESPNN_MAX_IO] = {};
     uint32_t seed = 1;
     unsigned long repeat = 1;
+    View view = View::kNative;
 };
 
 int usage(const char *argv0) {
-    fprintf(stderr, "usage: %s [--input INDEX=FILE]... [--seed N] [--repeat N]\n", argv0);
+    fprintf(stderr, "usage: %s [--input INDEX=FILE]... [--seed N] [--repeat N] [--view native|float|int8]\n",
+            argv0);
     return 2;
 }
 
@@ -46,6 +53,18 @@ bool parse_args(int argc, char **argv, Options *opt) {
                 return false;
             }
             opt->input_files[index] = end + 1;
+        } else if (strcmp(arg, "--view") == 0 && i + 1 < argc) {
+            const char *v = argv[++i];
+            if (strcmp(v, "native") == 0) {
+                opt->view = View::kNative;
+            } else if (strcmp(v, "float") == 0) {
+                opt->view = View::kFloat;
+            } else if (strcmp(v, "int8") == 0) {
+                opt->view = View::kInt8;
+            } else {
+                fprintf(stderr, "espnn_runner: --view wants native, float or int8, got '%s'\n", v);
+                return false;
+            }
         } else if ((strcmp(arg, "--seed") == 0 || strcmp(arg, "--repeat") == 0) && i + 1 < argc) {
             char *end = nullptr;
             errno = 0;
@@ -110,15 +129,26 @@ bool read_file(const char *path, void *data, size_t nbytes) {
     return true;
 }
 
-void print_tensor(const char *role, size_t index, const espnn_pte_tensor_t &info, const void *data, size_t numel) {
-    printf("%s %lu %s [", role, static_cast<unsigned long>(index),
-           info.dtype == ESPNN_DTYPE_FLOAT32 ? "float32" : "int8");
+uint8_t view_dtype(View view, uint8_t program_dtype) {
+    switch (view) {
+    case View::kFloat:
+        return ESPNN_DTYPE_FLOAT32;
+    case View::kInt8:
+        return ESPNN_DTYPE_INT8;
+    default:
+        return program_dtype;
+    }
+}
+
+void print_tensor(const char *role, size_t index, const espnn_pte_tensor_t &info, uint8_t dtype, const void *data,
+                  size_t numel) {
+    printf("%s %lu %s [", role, static_cast<unsigned long>(index), dtype == ESPNN_DTYPE_FLOAT32 ? "float32" : "int8");
     for (uint8_t d = 0; d < info.rank; ++d) {
         printf(d == 0 ? "%u" : ", %u", static_cast<unsigned>(info.dims[d]));
     }
     printf("]:");
     for (size_t i = 0; i < numel; ++i) {
-        if (info.dtype == ESPNN_DTYPE_FLOAT32) {
+        if (dtype == ESPNN_DTYPE_FLOAT32) {
             printf(" %.9g", static_cast<double>(static_cast<const float *>(data)[i]));
         } else {
             printf(" %d", static_cast<int>(static_cast<const int8_t *>(data)[i]));
@@ -147,21 +177,21 @@ int main(int argc, char **argv) {
         }
     }
     for (size_t i = 0; i < model.input_count(); ++i) {
-        const espnn_pte_tensor_t &info = *model.input_info(i);
+        const uint8_t dtype = view_dtype(opt.view, model.input_info(i)->dtype);
         const size_t numel = model.input_numel(i);
-        void *data = info.dtype == ESPNN_DTYPE_FLOAT32 ? static_cast<void *>(model.input<float>(i))
-                                                         : static_cast<void *>(model.input<int8_t>(i));
+        void *data = dtype == ESPNN_DTYPE_FLOAT32 ? static_cast<void *>(model.input<float>(i))
+                                                    : static_cast<void *>(model.input<int8_t>(i));
         if (data == nullptr) {
             fprintf(stderr, "espnn_runner: input %lu: %s\n", static_cast<unsigned long>(i), model.error());
             return 1;
         }
-        const size_t elem = info.dtype == ESPNN_DTYPE_FLOAT32 ? 4 : 1;
+        const size_t elem = dtype == ESPNN_DTYPE_FLOAT32 ? 4 : 1;
         if (opt.input_files[i] != nullptr) {
             if (!read_file(opt.input_files[i], data, numel * elem)) {
                 return 2;
             }
         } else {
-            fill_deterministic(data, info.dtype, numel, opt.seed, i);
+            fill_deterministic(data, dtype, numel, opt.seed, i);
         }
     }
     uint64_t total_us = 0;
@@ -174,9 +204,14 @@ int main(int argc, char **argv) {
     }
     for (size_t i = 0; i < model.output_count(); ++i) {
         const espnn_pte_tensor_t &info = *model.output_info(i);
-        const void *data = info.dtype == ESPNN_DTYPE_FLOAT32 ? static_cast<const void *>(model.output<float>(i))
-                                                               : static_cast<const void *>(model.output<int8_t>(i));
-        print_tensor("output", i, info, data, model.output_numel(i));
+        const uint8_t dtype = view_dtype(opt.view, info.dtype);
+        const void *data = dtype == ESPNN_DTYPE_FLOAT32 ? static_cast<const void *>(model.output<float>(i))
+                                                          : static_cast<const void *>(model.output<int8_t>(i));
+        if (data == nullptr) {
+            fprintf(stderr, "espnn_runner: output %lu: %s\n", static_cast<unsigned long>(i), model.error());
+            return 1;
+        }
+        print_tensor("output", i, info, dtype, data, model.output_numel(i));
     }
     printf("latency_us %lu\n", static_cast<unsigned long>(total_us / opt.repeat));
     return 0;
