@@ -94,15 +94,20 @@ def read_program(pte: bytes, method: str = "forward") -> ProgramInfo:
     from executorch.exir import schema
     from executorch.exir._serialize._program import deserialize_pte_binary
 
+    hint = "pass the bytes of a .pte file written by to_executorch()"
+    data = bytes(pte)
+    # a program is a flatbuffer whose file identifier (bytes 4..8) is "ET" + two digits
+    if len(data) < 8 or data[4:6] != b"ET" or not data[6:8].isdigit():
+        raise PteError(f"not a readable ExecuTorch program ({len(data)} bytes, no ET file identifier); {hint}")
     try:
-        program = deserialize_pte_binary(bytes(pte)).program
+        program = deserialize_pte_binary(data).program
+        plan_list = list(program.execution_plan)
     except Exception as exc:  # the flatbuffer parser raises many types
         raise PteError(
-            f"not a readable ExecuTorch program ({len(pte)} bytes): {type(exc).__name__}: {exc}; "
-            "pass the bytes of a .pte file written by to_executorch()"
+            f"not a readable ExecuTorch program ({len(data)} bytes): {type(exc).__name__}: {exc}; {hint}"
         ) from exc
-    names = tuple(p.name for p in program.execution_plan)
-    plans = [p for p in program.execution_plan if p.name == method]
+    names = tuple(p.name for p in plan_list)
+    plans = [p for p in plan_list if p.name == method]
     if not plans:
         raise PteError(f"the program has no method {method!r}; it has {list(names)}")
     plan = plans[0]

@@ -251,8 +251,10 @@ def test_torch_inputs_and_layout_conversion(fc: tuple[bytes, object]) -> None:
     pte, m = fc
     x = _x((1, 8), 7)
     (y1,) = host.run(pte, [torch.from_numpy(x)])
-    # a transposed view holds the same logical values: host.run lays it out, never misreads it
-    xt = torch.from_numpy(np.ascontiguousarray(x.T)).T
+    # a strided view holds the same logical values: host.run lays it out, never misreads it
+    big = torch.zeros(1, 16)
+    big[:, ::2] = torch.from_numpy(x)
+    xt = big[:, ::2]
     assert not xt.is_contiguous()
     (y2,) = host.run(pte, [xt])
     np.testing.assert_array_equal(y1, m.reference(x))  # type: ignore[attr-defined]
@@ -398,26 +400,27 @@ def test_wrong_inputs_to_run_are_clear_errors(fc: tuple[bytes, object]) -> None:
 
 _SURVIVOR = """
 import random, sys
-sys.path.insert(0, {root!r})
+sys.path.append({root!r})  # appended: the checkout's platform.py must not shadow the stdlib
 import numpy as np, torch
 from executorch_espnn import host
 from executorch_espnn.errors import HostRuntimeError
 from tests.host_helpers import delegated_pte, fc_payload, make_fc_model
-payload = bytearray(fc_payload(make_fc_model()))
+payload = fc_payload(make_fc_model())
+pte = delegated_pte(payload, [torch.zeros(1, 8)], lambda x: x[:, :4] * 1.0)
+at = pte.find(payload)  # the segment, patched in place below
+assert at > 0
 rng = random.Random(7)
 x = np.zeros((1, 8), np.float32)
 failed = 0
 for i in range({n}):
-    bad = bytearray(payload)
+    bad = bytearray(pte)
     for _ in range(rng.randint(1, 8)):
-        pos = rng.randrange(0, 128) if rng.random() < 0.7 else rng.randrange(len(bad))
-        bad[pos] = rng.randrange(256)
-    pte = delegated_pte(bytes(bad), [torch.zeros(1, 8)], lambda x: x[:, :4] * 1.0)
+        pos = rng.randrange(0, 160) if rng.random() < 0.8 else rng.randrange(len(payload))
+        bad[at + pos] = rng.randrange(256)
     try:
-        host.run(pte, [x])
+        host.run(bytes(bad), [x])
     except HostRuntimeError as exc:
-        msg = str(exc)
-        msg.encode("ascii")
+        str(exc).encode("ascii")
         failed += 1
 print("survived", failed)
 """
@@ -428,10 +431,10 @@ def test_corrupted_payloads_never_kill_the_process(tmp_path: Path) -> None:
     """Random header/table corruption: each load fails cleanly (ASCII messages, no abort from
     the log bridge, no crash) — run in a child so a crash fails the test, not the session."""
     script = tmp_path / "survivor.py"
-    script.write_text(_SURVIVOR.format(root=str(ROOT), n=40))
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    script.write_text(_SURVIVOR.format(root=str(ROOT), n=300))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env,
                           timeout=900, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     survived = re.search(r"survived (\d+)", proc.stdout)
-    assert survived is not None and int(survived.group(1)) >= 30, proc.stdout
+    assert survived is not None and int(survived.group(1)) >= 250, proc.stdout

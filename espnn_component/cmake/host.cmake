@@ -51,17 +51,14 @@ else()
   set(ESPNN_WARNINGS -Wall -Wextra -Werror)
 endif()
 
-# --- engine + host ESP-NN kernels (source lists from cmake/engine.cmake) ---------------------
-foreach(_var ESPNN_ENGINE_SOURCES ESPNN_ENGINE_INCLUDE_DIRS)
-  if(NOT DEFINED ${_var})
-    message(FATAL_ERROR "executorch_espnn: cmake/engine.cmake does not define ${_var}")
+# --- engine + ESP-NN kernels: targets espnn_engine and espnn_kernels of cmake/engine.cmake ----
+foreach(_target espnn_engine espnn_kernels)
+  if(NOT TARGET ${_target})
+    message(FATAL_ERROR "executorch_espnn: cmake/engine.cmake does not define the target ${_target}")
   endif()
 endforeach()
-add_library(espnn_engine_objects OBJECT ${ESPNN_ENGINE_SOURCES} ${ESPNN_HOST_KERNEL_SOURCES})
-target_include_directories(espnn_engine_objects PRIVATE ${ESPNN_ENGINE_INCLUDE_DIRS}
-                           ${ESPNN_HOST_KERNEL_INCLUDE_DIRS})
-target_compile_definitions(espnn_engine_objects PRIVATE ${ESPNN_ENGINE_DEFINITIONS})
-target_compile_options(espnn_engine_objects PRIVATE ${ESPNN_WARNINGS})
+# the installed static libraries carry the engine's objects, so a consumer links one archive
+set(ESPNN_ENGINE_OBJECTS $<TARGET_OBJECTS:espnn_engine> $<TARGET_OBJECTS:espnn_kernels>)
 
 # --- memory policy (host world) --------------------------------------------------------------
 include("${ESPNN_ROOT}/memory/sources.cmake" OPTIONAL RESULT_VARIABLE _espnn_mem_cmake)
@@ -104,7 +101,7 @@ endfunction()
 espnn_add_adapter(espnn_adapter_runtime_alloc)
 
 add_library(espnn_backend STATIC $<TARGET_OBJECTS:espnn_adapter_runtime_alloc>
-                                 $<TARGET_OBJECTS:espnn_engine_objects>)
+                                 ${ESPNN_ENGINE_OBJECTS})
 set_target_properties(espnn_backend PROPERTIES EXPORT_NAME backend LINKER_LANGUAGE CXX)
 target_include_directories(espnn_backend PUBLIC
   "$<BUILD_INTERFACE:${ESPNN_PUBLIC_INCLUDE_DIRS}>"
@@ -118,7 +115,7 @@ if(ESPNN_HAVE_MEMORY_POLICY)
     SOURCES "${ESPNN_ROOT}/runtime/espnn_model.cpp")
 
   add_library(espnn_model STATIC $<TARGET_OBJECTS:espnn_adapter_policy>
-                                 $<TARGET_OBJECTS:espnn_engine_objects>
+                                 ${ESPNN_ENGINE_OBJECTS}
                                  $<TARGET_OBJECTS:espnn_memory_objects>)
   set_target_properties(espnn_model PROPERTIES EXPORT_NAME model LINKER_LANGUAGE CXX)
   target_include_directories(espnn_model PUBLIC
@@ -131,7 +128,7 @@ if(ESPNN_HAVE_MEMORY_POLICY)
   add_library(executorch_espnn_host SHARED
     "${ESPNN_ROOT}/runtime/espnn_host_api.cpp"
     $<TARGET_OBJECTS:espnn_adapter_policy>
-    $<TARGET_OBJECTS:espnn_engine_objects>
+    ${ESPNN_ENGINE_OBJECTS}
     $<TARGET_OBJECTS:espnn_memory_objects>)
   target_include_directories(executorch_espnn_host PRIVATE ${ESPNN_PUBLIC_INCLUDE_DIRS}
                              "${ESPNN_ROOT}/adapter")
