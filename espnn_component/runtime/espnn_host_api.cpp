@@ -16,7 +16,9 @@
 #include <executorch/runtime/core/memory_allocator.h>
 #include <executorch/runtime/executor/memory_manager.h>
 #include <executorch/runtime/executor/method.h>
+#include <executorch/runtime/core/exec_aten/util/tensor_dimension_limit.h>
 #include <executorch/runtime/executor/program.h>
+#include <executorch/runtime/kernel/operator_registry.h>
 #include <executorch/runtime/platform/runtime.h>
 
 #include "espnn_compat.h"
@@ -29,7 +31,14 @@ constexpr size_t kBaseAlign = 16;
 
 size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
-/* Counts like the bump allocator over a 16-aligned pool; keeps every block until destroyed. */
+/* Counts like the bump allocator over a 16-aligned pool; keeps every block until destroyed.
+ *
+ * Method::load resolves each operator's kernel with a TensorMeta list it takes from the temp
+ * allocator only when that allocator's size() is at least
+ * n_args * (sizeof(TensorMeta) + sizeof(DimOrderType) * kTensorDimensionLimit), else from the
+ * method allocator.  Here size() is unbounded, so every list goes to temp; `routing_floor()`
+ * records the capacity a real temp pool needs for the same routing, so that the measured
+ * method allocator figure holds for it. */
 class CountingAllocator final : public et::MemoryAllocator {
   public:
     CountingAllocator() : et::MemoryAllocator(0, nullptr) {}
@@ -57,6 +66,13 @@ class CountingAllocator final : public et::MemoryAllocator {
             return nullptr;
         }
         blocks_.push_back(p);
+        if (alignment == alignof(et::TensorMeta) && size > 0 && size % sizeof(et::TensorMeta) == 0) {
+            const size_t n_args = size / sizeof(et::TensorMeta);
+            const size_t floor =
+                n_args * (sizeof(et::TensorMeta) +
+                          sizeof(::executorch::aten::DimOrderType) * ::executorch::runtime::kTensorDimensionLimit);
+            routing_floor_ = floor > routing_floor_ ? floor : routing_floor_;
+        }
         offset_ = start + size;
         if (offset_ > peak_) {
             peak_ = offset_;
@@ -68,9 +84,11 @@ class CountingAllocator final : public et::MemoryAllocator {
     size_t free_size() const override { return SIZE_MAX / 2; }
     uint32_t size() const override { return UINT32_MAX; }
     size_t peak() const { return peak_; }
+    size_t routing_floor() const { return routing_floor_; }
 
   private:
     std::vector<void *> blocks_;
+    size_t routing_floor_ = 0;
     size_t offset_ = 0;
     size_t peak_ = 0;
 };
@@ -162,7 +180,9 @@ extern "C" int executorch_espnn_measure_pte(const void *pte, size_t size, const 
         if (err != et::Error::Ok) {
             return fail(msg, msg_size, static_cast<int>(err), "running the method once on zero inputs", err);
         }
-        out->temp_allocator_bytes = temp_allocator.peak();
+        const size_t temp = temp_allocator.peak() > temp_allocator.routing_floor() ? temp_allocator.peak()
+                                                                                    : temp_allocator.routing_floor();
+        out->temp_allocator_bytes = align_up(temp, kBaseAlign);
     }
     return 0;
 }

@@ -413,6 +413,13 @@ bool EspnnModel::load(char *msg, size_t msg_size) {
                      method_name, static_cast<unsigned>(d.method_allocator_bytes),
                      static_cast<unsigned long>(impl->method_allocator->failed_request()),
                      static_cast<unsigned long>(impl->method_allocator->used_size()));
+        } else if (method.error() == et::Error::MemoryAllocationFailed &&
+                   impl->temp_allocator->failed_request() > 0) {
+            snprintf(msg, msg_size,
+                     "loading method '%.40s': the temp allocator pool of %u bytes (model_pte.h "
+                     "temp_allocator_bytes) is too small for a request of %lu bytes",
+                     method_name, static_cast<unsigned>(d.temp_allocator_bytes),
+                     static_cast<unsigned long>(impl->temp_allocator->failed_request()));
         } else {
             char what[64];
             snprintf(what, sizeof what, "loading method '%.40s'", method_name);
