@@ -88,7 +88,10 @@ class EXECUTORCH_ESPNN_API EspnnModel {
      *  - int8_t on a float program tensor: the raw int8 values of the delegate's quantized
      *    side, converted the same way (needs a nonzero scale in the description).
      * Asking for one view of an input selects it for the next invoke().  nullptr with
-     * error() set when the index is out of range, the type is unusable or memory is short. */
+     * error() set when the index is out of range, the type is unusable or memory is short.
+     * Write the inputs before every invoke(): ExecuTorch's memory plan may reuse an input's
+     * bytes for later tensors once the input is consumed, so invoke() does not preserve the
+     * program's own input storage (the float/int8 view buffers above are preserved). */
     template <class T> T *input(size_t index) { return static_cast<T *>(view(false, index, kind_of((T *)nullptr))); }
     template <class T> T *output(size_t index) { return static_cast<T *>(view(true, index, kind_of((T *)nullptr))); }
 

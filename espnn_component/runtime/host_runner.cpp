@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <vector>
+
 #include "espnn_format.h"
 #include "model_pte.h"
 
@@ -176,26 +178,34 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
+    /* Inputs are written before every invoke(), as a sketch does: ExecuTorch's memory plan may
+     * reuse an input's bytes once the input is consumed, so invoke() does not preserve them. */
+    std::vector<std::vector<unsigned char>> sources(model.input_count());
+    std::vector<void *> views(model.input_count());
     for (size_t i = 0; i < model.input_count(); ++i) {
         const uint8_t dtype = view_dtype(opt.view, model.input_info(i)->dtype);
         const size_t numel = model.input_numel(i);
-        void *data = dtype == ESPNN_DTYPE_FLOAT32 ? static_cast<void *>(model.input<float>(i))
-                                                    : static_cast<void *>(model.input<int8_t>(i));
-        if (data == nullptr) {
+        views[i] = dtype == ESPNN_DTYPE_FLOAT32 ? static_cast<void *>(model.input<float>(i))
+                                                : static_cast<void *>(model.input<int8_t>(i));
+        if (views[i] == nullptr) {
             fprintf(stderr, "espnn_runner: input %lu: %s\n", static_cast<unsigned long>(i), model.error());
             return 1;
         }
         const size_t elem = dtype == ESPNN_DTYPE_FLOAT32 ? 4 : 1;
+        sources[i].resize(numel * elem);
         if (opt.input_files[i] != nullptr) {
-            if (!read_file(opt.input_files[i], data, numel * elem)) {
+            if (!read_file(opt.input_files[i], sources[i].data(), sources[i].size())) {
                 return 2;
             }
         } else {
-            fill_deterministic(data, dtype, numel, opt.seed, i);
+            fill_deterministic(sources[i].data(), dtype, numel, opt.seed, i);
         }
     }
     uint64_t total_us = 0;
     for (unsigned long r = 0; r < opt.repeat; ++r) {
+        for (size_t i = 0; i < model.input_count(); ++i) {
+            memcpy(views[i], sources[i].data(), sources[i].size());
+        }
         if (!model.invoke()) {
             fprintf(stderr, "espnn_runner: invoke() failed: %s\n", model.error());
             return 1;
