@@ -23,6 +23,9 @@ static espnn_status_t prepare(espnn_prep_t *p)
     if (st != ESPNN_OK) {
         return st;
     }
+    if (o.rank == 0 && p->n_inputs != 1) {
+        return espnn_prep_fail(p, "n_inputs", p->n_inputs, 1); /* a scalar holds one element */
+    }
     uint32_t total = 0;
     for (uint32_t slot = 0; slot < p->n_inputs; slot++) {
         espnn_prep_tensor(p, slot, &t);
@@ -36,7 +39,6 @@ static espnn_status_t prepare(espnn_prep_t *p)
         }
         total += t.dims[axis]; /* 1 for rank 0; at most 16 * 65535 */
     }
-    /* a rank-0 output holds one element: exactly one scalar input fills it */
     if (total != o.dims[axis]) {
         return espnn_prep_fail(p, "axis", total, o.dims[axis]);
     }

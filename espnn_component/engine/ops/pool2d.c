@@ -31,8 +31,9 @@ typedef struct pool_state {
     uint16_t sh, sw, pt, pl;
     uint16_t pb, pr;
     int32_t act_min, act_max;
+    int32_t zero_point; /* divisor_mode 1: padding taps hold real 0 */
 } pool_state_t;
-#define POOL_STATE_BYTES 36u
+#define POOL_STATE_BYTES 40u
 ESPNN_STATIC_ASSERT(sizeof(pool_state_t) == POOL_STATE_BYTES, "pool state");
 
 static espnn_status_t prepare(espnn_prep_t *p, bool avg)
@@ -77,8 +78,10 @@ static espnn_status_t prepare(espnn_prep_t *p, bool avg)
     if (st == ESPNN_OK) {
         st = espnn_prep_param(p, POOL_P_PR, 0, kw / 2, &pr);
     }
-    if (st == ESPNN_OK && (int64_t)kh * kw > ESPNN_MAX_POOL_WINDOW) {
-        st = espnn_prep_fail(p, "kernel_h", (int64_t)kh * kw, ESPNN_MAX_POOL_WINDOW);
+    /* kh, kw <= 65535: the product fits in 32 unsigned bits */
+    const uint32_t window = (uint32_t)kh * (uint32_t)kw;
+    if (st == ESPNN_OK && window > ESPNN_MAX_POOL_WINDOW) {
+        st = espnn_prep_fail(p, "kernel_h", window, ESPNN_MAX_POOL_WINDOW);
     }
     if (st == ESPNN_OK) {
         st = espnn_prep_act(p, POOL_P_ACT_MIN, POOL_P_ACT_MAX);
@@ -120,6 +123,7 @@ static espnn_status_t prepare(espnn_prep_t *p, bool avg)
     s->pr = (uint16_t)pr;
     s->act_min = p->params[POOL_P_ACT_MIN];
     s->act_max = p->params[POOL_P_ACT_MAX];
+    s->zero_point = x.zero_point;
     /* with no padding, "clipped to the padded input" and "inside the input" are the same */
     const bool padded = (pt | pl | pb | pr) != 0;
     p->kernel = (avg && div == ESPNN_AVG_DIVISOR_INCLUDE_PAD && padded) ? POOL_KERNEL_AVG_INCLUDE_PAD
@@ -158,7 +162,8 @@ static int32_t imax(int32_t a, int32_t b)
     return a > b ? a : b;
 }
 
-/* divisor: the window clipped to the padded input (PyTorch count_include_pad=True) */
+/* divisor: the window clipped to the padded input (PyTorch count_include_pad=True); the
+ * padding taps it counts hold real 0, i.e. the zero point */
 static void avg_include_pad(const pool_state_t *s, const int8_t *in, int8_t *out)
 {
     for (int32_t oy = 0; oy < s->oh; oy++) {
@@ -169,8 +174,9 @@ static void avg_include_pad(const pool_state_t *s, const int8_t *in, int8_t *out
             const int32_t x0 = ox * s->sw - s->pl;
             const int32_t x_lo = imax(x0, 0), x_hi = imin(x0 + s->kw, s->w);
             const int32_t cnt = cnt_h * (imin(x0 + s->kw, s->w + s->pr) - x0);
+            const int32_t n_in = (y_hi - y_lo) * (x_hi - x_lo);
             for (int32_t c = 0; c < s->c; c++) {
-                int32_t sum = 0;
+                int32_t sum = s->zero_point * (cnt - n_in);
                 for (int32_t y = y_lo; y < y_hi; y++) {
                     for (int32_t xx = x_lo; xx < x_hi; xx++) {
                         sum += in[((size_t)y * s->w + (size_t)xx) * s->c + c];

@@ -1,8 +1,10 @@
 /*
  * espnn_run: run a delegate payload on the host engine (a test and debugging tool).
  *
- *   espnn_run [-o PREFIX] [--copy-consts] [--misalign N] [--repeat N] PAYLOAD [INPUT.bin ...]
- *       reads each input as raw bytes (io order), invokes, writes output k to PREFIX<k>.bin
+ *   espnn_run [-o PREFIX] [--copy-consts] [--misalign N] [--repeat N] [--zero-inputs]
+ *             PAYLOAD [INPUT.bin ...]
+ *       reads each input as raw bytes (io order; --zero-inputs: all zero bytes instead),
+ *       invokes, writes output k to PREFIX<k>.bin
  *   espnn_run --inspect PAYLOAD        validates; prints espnn_info_t as key=value lines
  *   espnn_run --check FILE...          validates each file; one line per file:
  *                                      "<file>\tESPNN_OK" or
@@ -21,8 +23,8 @@
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: espnn_run [-o PREFIX] [--copy-consts] [--misalign N] [--repeat N] PAYLOAD "
-            "[INPUT.bin ...]\n"
+            "usage: espnn_run [-o PREFIX] [--copy-consts] [--misalign N] [--repeat N] "
+            "[--zero-inputs] PAYLOAD [INPUT.bin ...]\n"
             "       espnn_run --inspect PAYLOAD\n"
             "       espnn_run --check FILE...\n");
 }
@@ -125,7 +127,7 @@ static int inspect(const char *path)
 int main(int argc, char **argv)
 {
     const char *prefix = "out";
-    int copy_consts = 0, repeat = 1;
+    int copy_consts = 0, repeat = 1, zero_inputs = 0;
     size_t misalign = 0;
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
@@ -135,6 +137,8 @@ int main(int argc, char **argv)
             return check_files(argc - i - 1, argv + i + 1);
         } else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
             prefix = argv[++i];
+        } else if (strcmp(argv[i], "--zero-inputs") == 0) {
+            zero_inputs = 1;
         } else if (strcmp(argv[i], "--copy-consts") == 0) {
             copy_consts = 1;
         } else if (strcmp(argv[i], "--misalign") == 0 && i + 1 < argc) {
@@ -170,7 +174,15 @@ int main(int argc, char **argv)
     arena = aligned_alloc(16, ((size_t)info.arena_bytes + 16) / 16 * 16);
     if (copy_consts) {
         consts = aligned_alloc(16, ((size_t)info.const_bytes + 16) / 16 * 16);
-        memcpy(consts, payload + info.const_offset, info.const_bytes);
+        if (consts != NULL) {
+            memcpy(consts, payload + info.const_offset, info.const_bytes);
+        }
+    }
+    if (state == NULL || arena == NULL || (copy_consts && consts == NULL)) {
+        fprintf(stderr, "espnn_run: out of memory (state %u, arena %u bytes)\n",
+                info.state_bytes, info.arena_bytes);
+        rc = 1;
+        goto done;
     }
     /* poison the arena: nothing may depend on its initial contents */
     memset(arena, 0xA5, info.arena_bytes);
@@ -186,16 +198,26 @@ int main(int argc, char **argv)
     for (uint32_t k = 0; k < info.n_inputs; k++) {
         espnn_io_info_t io;
         espnn_io_info(&model, 0, k, &io);
-        if (i >= argc) {
+        size_t n = 0;
+        uint8_t *data = NULL;
+        if (zero_inputs) {
+            n = io.nbytes;
+            blocks[k] = calloc(1, n + 16); /* malloc alignment covers float32 */
+            data = (uint8_t *)blocks[k];
+            if (data == NULL) {
+                rc = 1;
+                goto done;
+            }
+        } else if (i >= argc) {
             fprintf(stderr, "espnn_run: missing input %u (%u bytes)\n", k, io.nbytes);
             rc = 3;
             goto done;
-        }
-        size_t n = 0;
-        uint8_t *data = read_file(argv[i++], &n, 0, &blocks[k]);
-        if (data == NULL) {
-            rc = 1;
-            goto done;
+        } else {
+            data = read_file(argv[i++], &n, 0, &blocks[k]);
+            if (data == NULL) {
+                rc = 1;
+                goto done;
+            }
         }
         espnn_status_t st = espnn_set_io(&model, 0, k, data, n);
         if (st != ESPNN_OK) {
@@ -209,6 +231,10 @@ int main(int argc, char **argv)
         espnn_io_info_t io;
         espnn_io_info(&model, 1, k, &io);
         blocks[ESPNN_MAX_IO + k] = aligned_alloc(16, ((size_t)io.nbytes + 16) / 16 * 16);
+        if (blocks[ESPNN_MAX_IO + k] == NULL) {
+            rc = 1;
+            goto done;
+        }
         memset(blocks[ESPNN_MAX_IO + k], 0x5A, io.nbytes);
         espnn_set_io(&model, 1, k, blocks[ESPNN_MAX_IO + k], io.nbytes);
     }

@@ -16,7 +16,7 @@ int esp_nn_get_conv_scratch_size(const data_dims_t *input_dims, const data_dims_
     (void)filter_dims;
     (void)output_dims;
     (void)conv_params;
-    return 0;
+    return HN_TEST_SCRATCH_BYTES;
 }
 
 void esp_nn_set_conv_scratch_buf(const void *buf)
@@ -59,6 +59,8 @@ void esp_nn_conv_s8(const data_dims_t *input_dims, const int8_t *input_data,
     const int32_t per_group = groups ? out_ch / groups : out_ch;
     int8_t *out = out_data;
 
+    HN_REQUIRE(f_ch == in_ch && conv_params->dilation.width <= 1 &&
+               conv_params->dilation.height <= 1);
     (void)conv_scratch;
     for (int32_t oy = 0; oy < out_h; oy++) {
         const int32_t y0 = oy * stride_h - pad_h;

@@ -15,7 +15,7 @@ int esp_nn_get_depthwise_conv_scratch_size(const data_dims_t *input_dims,
     (void)filter_dims;
     (void)output_dims;
     (void)conv_params;
-    return 0;
+    return HN_TEST_SCRATCH_BYTES;
 }
 
 void esp_nn_set_depthwise_conv_scratch_buf(const void *buf)
@@ -45,6 +45,10 @@ void esp_nn_depthwise_conv_s8(const data_dims_t *input_dims, const int8_t *input
     const int32_t out_ch = ch * mult;
     int8_t *out = out_data;
 
+    /* ESP-NN's reference kernel keeps window origins in int16 */
+    HN_REQUIRE(conv_params->dilation.width <= 1 && conv_params->dilation.height <= 1 &&
+               (out_h - 1) * stride_h <= 32767 && (out_w - 1) * stride_w <= 32767 &&
+               pad_h <= 32767 && pad_w <= 32767);
     (void)dw_scratch;
     for (int32_t oy = 0; oy < out_h; oy++) {
         const int32_t y0 = oy * stride_h - pad_h;

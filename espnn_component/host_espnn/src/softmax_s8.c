@@ -18,7 +18,7 @@ int32_t esp_nn_get_softmax_scratch_size(const int32_t width, const int32_t heigh
 {
     (void)width;
     (void)height;
-    return 0;
+    return HN_TEST_SCRATCH_BYTES;
 }
 
 void esp_nn_set_softmax_scratch_buf(void *buffer)
@@ -120,7 +120,7 @@ static int32_t rdbp_wide(int32_t x, int e)
 static int32_t rescaled_diff(int32_t diff, int32_t mult, int32_t shift)
 {
     int s = shift < 0 ? 0 : (shift > 31 ? 31 : (int)shift);
-    return hn_srdhm(hn_wrap32((int64_t)diff * ((int64_t)1 << s)), mult);
+    return hn_srdhm(hn_wrap32((int64_t)diff * (int64_t)((uint32_t)1 << s)), mult);
 }
 
 void esp_nn_softmax_s8(const int8_t *input_data, const int32_t height, const int32_t width,
@@ -128,6 +128,7 @@ void esp_nn_softmax_s8(const int8_t *input_data, const int32_t height, const int
                        int8_t *output_data)
 {
     (void)softmax_scratch;
+    HN_REQUIRE(width <= 511); /* beyond, ESP-NN's final shift is undefined */
     for (int32_t row = 0; row < height; row++) {
         const int8_t *in = input_data + (int64_t)row * width;
         int8_t *out = output_data + (int64_t)row * width;
