@@ -49,3 +49,7 @@ class KconfigError(EspNNError):
 
 class SelectiveBuildError(EspNNError):
     """The CPU operator list cannot be turned into a kernel registration."""
+
+
+class DelegateInputError(EspNNError, ValueError):
+    """Arrays passed to a delegate (reference or host run) do not match its inputs."""
