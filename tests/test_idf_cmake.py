@@ -16,7 +16,6 @@ import yaml
 import executorch_espnn
 from tests.component_helpers import CDIR, COMPONENT, ROOT
 
-ENGINE_CMAKE = COMPONENT / "cmake" / "engine.cmake"
 # Sources that only host builds may compile.
 HOST_ONLY = {
     "memory/espnn_mem_host.c",
@@ -34,11 +33,6 @@ PAL_SYMBOLS = {
     "et_pal_allocate",
     "et_pal_free",
 }
-
-needs_engine = pytest.mark.skipif(
-    not ENGINE_CMAKE.is_file(),
-    reason="cmake/engine.cmake (the engine's source lists, branch engine) is not merged yet",
-)
 
 
 def cmake() -> str:
@@ -67,7 +61,6 @@ def rel(paths: list[str]) -> list[str]:
     return [Path(p).resolve().relative_to(COMPONENT).as_posix() for p in paths]
 
 
-@needs_engine
 def test_registration_lists_existing_firmware_sources_only(tmp_path: Path) -> None:
     calls = register(tmp_path, pal=True)
     (srcs,) = calls["SRCS"]
@@ -86,7 +79,6 @@ def test_registration_lists_existing_firmware_sources_only(tmp_path: Path) -> No
             assert name in names or name in HOST_ONLY, f"{name} is in neither world"
 
 
-@needs_engine
 def test_include_dirs_and_requirements(tmp_path: Path) -> None:
     calls = register(tmp_path, pal=True)
     (inc,) = calls["INCLUDE_DIRS"]
@@ -102,7 +94,6 @@ def test_include_dirs_and_requirements(tmp_path: Path) -> None:
     assert "UNPARSED" not in calls
 
 
-@needs_engine
 def test_pal_only_when_provided_and_forced_out_of_the_archive(tmp_path: Path) -> None:
     on = register(tmp_path, pal=True)
     links = [call for call in on.get("LINK", [])]
@@ -113,14 +104,12 @@ def test_pal_only_when_provided_and_forced_out_of_the_archive(tmp_path: Path) ->
     assert "LINK" not in off
 
 
-@needs_engine
 def test_early_expansion_only_registers(tmp_path: Path) -> None:
     calls = register(tmp_path, pal=True, early=True)
     assert "SRCS" in calls and "REQUIRES" in calls
     assert not {"DEFINITIONS", "OPTIONS", "LINK"} & set(calls)
 
 
-@needs_engine
 def test_build_stamp_definitions_match_the_package(tmp_path: Path) -> None:
     calls = register(tmp_path, pal=True)
     (defs,) = calls["DEFINITIONS"]
