@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import executorch.version
-import pytest
 import yaml
 
 import executorch_espnn
