@@ -428,7 +428,7 @@ def test_32_bit_size_t_arithmetic_does_not_wrap(tmp_path: Path) -> None:
     exe = compile_c(
         tmp_path / "drv32",
         [mem / "espnn_mem_core.c", mem / "espnn_mem_idf.c", CDIR / "heap_caps_standin.c",
-         CDIR / "mem_policy_driver.c"],
+         CDIR / "esp_log_standin.c", CDIR / "mem_policy_driver.c"],
         [tmp_path / "include", COMPONENT / "include", mem, CDIR, STANDIN],
         ["ESP_PLATFORM", "ESPNN_TEST_IDF"],
         extra=["-m32"],

@@ -70,8 +70,10 @@ target_compile_definitions(${COMPONENT_LIB}
     "ESPNN_ET_COMPONENT_VERSION=\"${ESPNN_COMPONENT_VERSION}\""
   PRIVATE
     ESPNN_ET_USE_MEMORY_POLICY)
-# ESP-IDF already builds with -Wall -Werror=all (C as gnu17, C++ as gnu++2b); -Wextra is ours.
-target_compile_options(${COMPONENT_LIB} PRIVATE -Wextra)
+# ESP-IDF already builds with -Wall -Werror=all (C as gnu17, C++ as gnu++2b, no exceptions, no
+# RTTI).  -Wextra for our C only: the ExecuTorch headers are not system headers in an ESP-IDF
+# build and trip -Wextra (unused parameters) in every C++ file that includes them.
+target_compile_options(${COMPONENT_LIB} PRIVATE $<$<COMPILE_LANGUAGE:C>:-Wextra>)
 
 if(CONFIG_ESPNN_ET_PROVIDE_PAL)
   # The runtime defines weak et_pal_* defaults.  Our strong ones live in a static archive, whose
