@@ -55,8 +55,12 @@ def _env() -> jinja2.Environment:
     )
 
 
-def standalone_kconfig(kconfig: Path, out_dir: Path) -> Path:
-    """Write ``Kconfig.standalone`` into out_dir: ESP-IDF's SPIRAM stand-in + the component's Kconfig."""
+def standalone_kconfig(kconfig: Path, out_dir: Path, *, spiram_default: bool = False) -> Path:
+    """Write ``Kconfig.standalone`` into out_dir: ESP-IDF's SPIRAM stand-in + the component's Kconfig.
+
+    ``spiram_default`` is SPIRAM's default (True for a board with PSRAM), so kconfiglib's
+    menuconfig on this file offers the PSRAM placements exactly when the board has PSRAM.
+    """
     kconfig = Path(kconfig).resolve()
     if not kconfig.is_file():
         raise KconfigError(f"Kconfig file {kconfig} does not exist; pass espnn_component/Kconfig")
@@ -67,8 +71,13 @@ def standalone_kconfig(kconfig: Path, out_dir: Path) -> Path:
         )
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / "Kconfig.standalone"
-    text = _env().get_template("kconfig/Kconfig.standalone.j2").render(kconfig=str(kconfig))
-    out.write_text(text, encoding="utf-8")
+    text = (
+        _env()
+        .get_template("kconfig/Kconfig.standalone.j2")
+        .render(kconfig=kconfig.as_posix(), spiram_default=spiram_default)
+    )
+    if not out.is_file() or out.read_text(encoding="utf-8") != text:
+        out.write_text(text, encoding="utf-8")
     return out
 
 

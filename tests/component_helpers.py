@@ -70,7 +70,12 @@ def build_mem_driver(tmp: Path, world: str, options: Mapping[str, str], spiram: 
     includes = [tmp / "include", COMPONENT / "include", mem, CDIR]
     if world == "idf":
         # ESP-IDF names its header sdkconfig.h and defines ESP_PLATFORM
-        sources = [mem / "espnn_mem_core.c", mem / "espnn_mem_idf.c", CDIR / "heap_caps_standin.c"]
+        sources = [
+            mem / "espnn_mem_core.c",
+            mem / "espnn_mem_idf.c",
+            CDIR / "heap_caps_standin.c",
+            CDIR / "esp_log_standin.c",
+        ]
         return compile_c(
             tmp / "mem_driver",
             [*sources, CDIR / "mem_policy_driver.c"],

@@ -14,9 +14,8 @@ import pytest
 import yaml
 
 import executorch_espnn
-from tests.component_helpers import CDIR, COMPONENT, ROOT
+from tests.component_helpers import CDIR, COMPONENT, ROOT, STANDIN, write_sdkconfig
 
-ENGINE_CMAKE = COMPONENT / "cmake" / "engine.cmake"
 # Sources that only host builds may compile.
 HOST_ONLY = {
     "memory/espnn_mem_host.c",
@@ -34,11 +33,6 @@ PAL_SYMBOLS = {
     "et_pal_allocate",
     "et_pal_free",
 }
-
-needs_engine = pytest.mark.skipif(
-    not ENGINE_CMAKE.is_file(),
-    reason="cmake/engine.cmake (the engine's source lists, branch engine) is not merged yet",
-)
 
 
 def cmake() -> str:
@@ -67,7 +61,6 @@ def rel(paths: list[str]) -> list[str]:
     return [Path(p).resolve().relative_to(COMPONENT).as_posix() for p in paths]
 
 
-@needs_engine
 def test_registration_lists_existing_firmware_sources_only(tmp_path: Path) -> None:
     calls = register(tmp_path, pal=True)
     (srcs,) = calls["SRCS"]
@@ -86,7 +79,6 @@ def test_registration_lists_existing_firmware_sources_only(tmp_path: Path) -> No
             assert name in names or name in HOST_ONLY, f"{name} is in neither world"
 
 
-@needs_engine
 def test_include_dirs_and_requirements(tmp_path: Path) -> None:
     calls = register(tmp_path, pal=True)
     (inc,) = calls["INCLUDE_DIRS"]
@@ -102,7 +94,6 @@ def test_include_dirs_and_requirements(tmp_path: Path) -> None:
     assert "UNPARSED" not in calls
 
 
-@needs_engine
 def test_pal_only_when_provided_and_forced_out_of_the_archive(tmp_path: Path) -> None:
     on = register(tmp_path, pal=True)
     links = [call for call in on.get("LINK", [])]
@@ -113,14 +104,12 @@ def test_pal_only_when_provided_and_forced_out_of_the_archive(tmp_path: Path) ->
     assert "LINK" not in off
 
 
-@needs_engine
 def test_early_expansion_only_registers(tmp_path: Path) -> None:
     calls = register(tmp_path, pal=True, early=True)
     assert "SRCS" in calls and "REQUIRES" in calls
     assert not {"DEFINITIONS", "OPTIONS", "LINK"} & set(calls)
 
 
-@needs_engine
 def test_build_stamp_definitions_match_the_package(tmp_path: Path) -> None:
     calls = register(tmp_path, pal=True)
     (defs,) = calls["DEFINITIONS"]
@@ -154,3 +143,84 @@ def test_component_is_named_by_its_manifest_and_cmake_agree() -> None:
         host_text = re.sub(r"#.*", "", host.read_text())
         assert "ESPNN_MEM_IDF_SOURCES" not in host_text and "ESPNN_PAL_IDF_SOURCES" not in host_text
         assert "espnn_pal_idf" not in host_text and "espnn_mem_idf" not in host_text
+
+
+# Symbols the C/C++ runtime (newlib, libstdc++, libgcc) provides on ESP-IDF.
+C_RUNTIME = re.compile(
+    r"^(mem\w+|str\w+|v?s?n?printf|abort|nearbyintf?|__cxa_\w+|__dso_handle|__gxx_personality_v0"
+    r"|_Unwind_\w+|__stack_chk_\w+|__assert_func|operator (new|delete)(\[\])?"
+    r"|vtable for __cxxabiv1::\w+)$"
+)
+# Which required component provides the other undefined symbols.
+PROVIDERS = {
+    "esp-nn": re.compile(r"^esp_nn_\w+$"),
+    "heap": re.compile(r"^heap_caps_\w+$"),
+    "esp_psram": re.compile(r"^esp_psram_\w+$"),
+    "esp_timer": re.compile(r"^esp_timer_\w+$"),
+    "freertos": re.compile(r"^x(Semaphore|Queue|Task)\w+$"),
+    "log": re.compile(r"^esp_log_\w+$"),
+    "executorch": re.compile(r"^(vtable for |typeinfo for )?executorch::"),
+}
+
+
+@pytest.mark.slow  # compiles the 30-odd firmware sources
+def test_firmware_sources_compile_as_esp_idf_would(tmp_path: Path) -> None:
+    """Every source of the registration, compiled the way ESP-IDF compiles a component (ESP_PLATFORM,
+    sdkconfig.h, gnu17 / gnu++2b without exceptions and RTTI) against stand-in ESP-IDF headers, the
+    engine's host implementation of the ESP-NN API headers and the wheel's ExecuTorch headers;
+    every symbol the objects need comes from a component the registration requires."""
+    calls = register(tmp_path, pal=True)
+    write_sdkconfig(tmp_path / "cfg", {}, spiram=True)
+    (srcs,) = calls["SRCS"]
+    (inc,) = calls["INCLUDE_DIRS"]
+    (priv_inc,) = calls["PRIV_INCLUDE_DIRS"]
+    (defs,) = calls["DEFINITIONS"]
+    et_inc = Path(executorch.version.__file__).parent / "include"
+    flags = [
+        "-DESP_PLATFORM",
+        "-DC10_USING_CUSTOM_GENERATED_MACROS",
+        *(f"-D{d}" for d in defs if d not in ("PUBLIC", "PRIVATE")),
+        f"-I{tmp_path / 'cfg' / 'include'}",
+        *(f"-I{d}" for d in inc + priv_inc),
+        f"-I{STANDIN}",
+        f"-I{COMPONENT / 'host_espnn' / 'include'}",  # the esp-nn component's API
+        "-isystem", str(et_inc),
+        "-isystem", str(et_inc / "executorch/runtime/core/portable_type/c10"),
+        "-Wall", "-Wextra", "-Werror",
+    ]  # fmt: skip
+    objects = []
+    for i, src in enumerate(srcs):
+        obj = tmp_path / f"{i}_{Path(src).stem}.o"
+        if src.endswith(".c"):
+            cmd = ["gcc", "-std=gnu17", *flags, "-c", src, "-o", str(obj)]
+        else:
+            cmd = [
+                "g++",
+                "-std=gnu++2b",
+                "-fno-exceptions",
+                "-fno-rtti",
+                *flags,
+                "-c",
+                src,
+                "-o",
+                str(obj),
+            ]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        assert proc.returncode == 0, f"{src}:\n{proc.stderr}"
+        objects.append(str(obj))
+    merged = tmp_path / "component.o"
+    subprocess.run(["ld", "-r", "-o", str(merged), *objects], check=True)
+    nm = subprocess.run(["nm", "-uC", str(merged)], capture_output=True, text=True, check=True)
+    needed: dict[str, set[str]] = {}
+    for line in nm.stdout.splitlines():
+        name = line.split(maxsplit=1)[1].split("(")[0]
+        if C_RUNTIME.match(name):
+            continue
+        owners = [comp for comp, pattern in PROVIDERS.items() if pattern.match(name)]
+        assert owners, f"{name} is needed but no required component provides it"
+        needed.setdefault(owners[0], set()).add(name)
+    (priv,) = calls["PRIV_REQUIRES"]
+    assert set(needed) <= set(priv) | set(calls["REQUIRES"][0])
+    # and every requirement is really used
+    assert set(needed) == set(priv) | {"executorch"}
+    assert "et_pal_init" not in nm.stdout  # defined by the PAL, not needed from elsewhere

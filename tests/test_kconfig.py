@@ -277,3 +277,16 @@ def test_standalone_wrapper_rejects_unquotable_paths(tmp_path: Path) -> None:
     (odd / "Kconfig").write_text(KCONFIG.read_text())
     with pytest.raises(KconfigError, match="cannot quote"):
         kconfig.standalone_kconfig(odd / "Kconfig", tmp_path / "out")
+
+
+def test_standalone_wrapper_spiram_default_follows_the_board(tmp_path: Path) -> None:
+    for has_psram, visible in ((False, 0), (True, 2)):
+        wrapper = kconfig.standalone_kconfig(
+            KCONFIG, tmp_path / str(has_psram), spiram_default=has_psram
+        )
+        kconf = kconfiglib.Kconfig(str(wrapper), warn_to_stderr=False)
+        assert kconf.warnings == []
+        assert kconf.syms["SPIRAM"].tri_value == visible
+        assert kconf.syms["ESPNN_ET_ARENA_IN_PSRAM"].visibility == visible
+        # automatic stays the default either way
+        assert kconf.syms["ESPNN_ET_ARENA_IN_AUTO"].tri_value == 2

@@ -417,3 +417,31 @@ def test_host_world_without_any_configuration_uses_the_kconfig_defaults(tmp_path
         "freed",
         "inuse 0",
     ]
+
+
+def test_32_bit_size_t_arithmetic_does_not_wrap(tmp_path: Path) -> None:
+    # On the chip size_t is 32 bits: the malloc header and the cap check must not wrap.
+    from tests.component_helpers import CDIR, COMPONENT, STANDIN, compile_c, write_sdkconfig
+
+    write_sdkconfig(tmp_path, {"ESPNN_ET_INTERNAL_RAM_CAP": "16777216"}, spiram=False)
+    mem = COMPONENT / "memory"
+    exe = compile_c(
+        tmp_path / "drv32",
+        [mem / "espnn_mem_core.c", mem / "espnn_mem_idf.c", CDIR / "heap_caps_standin.c",
+         CDIR / "esp_log_standin.c", CDIR / "mem_policy_driver.c"],
+        [tmp_path / "include", COMPONENT / "include", mem, CDIR, STANDIN],
+        ["ESP_PLATFORM", "ESPNN_TEST_IDF"],
+        extra=["-m32"],
+    )  # fmt: skip
+    out = run(exe, [*script((100_000, 50_000)), "malloc state 4294967290 et_pal_allocate",
+                    "alloc arena 4294967295 16 arena", "alloc arena 16777000 16 arena",
+                    "alloc arena 1000 16 arena", "inuse"])  # fmt: skip
+    assert (
+        out[0] == "E (espnn_mem) et_pal_allocate: 4294967290 bytes is more than any memory can hold"
+    )
+    assert out[1] == "fail"
+    assert out[2].startswith(
+        "fail arena: 4294967295 bytes would take the models' internal RAM over the cap"
+    )
+    assert out[3].startswith("fail arena: 16777000 bytes do not fit in internal RAM")
+    assert out[4:] == ["ok 0 internal 1000 1", "inuse 1000"]

@@ -102,7 +102,12 @@ def build_idf_pal(tmp: Path, options: dict[str, str]) -> subprocess.CompletedPro
     mem = COMPONENT / "memory"
     inc = [tmp / "include", COMPONENT / "include", mem, CDIR, STANDIN]
     flags = ["-DESP_PLATFORM", *(f"-I{i}" for i in inc)]
-    for src in [mem / "espnn_mem_core.c", mem / "espnn_mem_idf.c", CDIR / "heap_caps_standin.c"]:
+    for src in [
+        mem / "espnn_mem_core.c",
+        mem / "espnn_mem_idf.c",
+        CDIR / "heap_caps_standin.c",
+        CDIR / "esp_log_standin.c",
+    ]:
         obj = tmp / (src.stem + ".o")
         subprocess.run(
             [

@@ -1,6 +1,6 @@
 # ESP-IDF registration of the component (CMakeLists.txt includes this when ESP_PLATFORM is set,
 # after cmake/engine.cmake).  What goes into firmware:
-#   engine (C11, ESPNN_ENGINE_SOURCES from cmake/engine.cmake) calling the real ESP-NN
+#   engine (C11, ESPNN_ENGINE_SRCS from cmake/engine.cmake) calling the real ESP-NN
 #   (espressif/esp-nn; the host ESP-NN kernels are never compiled here), the ExecuTorch adapter
 #   and EspnnModel, the memory policy's ESP-IDF world, and the ESP-IDF PAL when
 #   CONFIG_ESPNN_ET_PROVIDE_PAL=y.  The host files (espnn_mem_host.c, espnn_pal_host.cpp,
@@ -22,7 +22,7 @@ get_filename_component(ESPNN_ROOT "${ESPNN_ROOT}" ABSOLUTE)
 include("${ESPNN_ROOT}/memory/sources.cmake")
 include("${ESPNN_ROOT}/pal/sources.cmake")
 
-foreach(_var ESPNN_ENGINE_SOURCES ESPNN_ENGINE_INCLUDE_DIRS)
+foreach(_var ESPNN_ENGINE_SRCS ESPNN_ENGINE_INCLUDE_DIRS)
   if(NOT DEFINED ${_var})
     message(FATAL_ERROR "executorch_espnn: cmake/engine.cmake does not define ${_var}")
   endif()
@@ -46,7 +46,7 @@ set(ESPNN_IDF_ADAPTER_SOURCES
   "${ESPNN_ROOT}/adapter/espnn_status.cpp"
   "${ESPNN_ROOT}/runtime/espnn_model.cpp")
 
-set(ESPNN_IDF_SOURCES ${ESPNN_ENGINE_SOURCES} ${ESPNN_IDF_ADAPTER_SOURCES} ${ESPNN_MEM_IDF_SOURCES})
+set(ESPNN_IDF_SOURCES ${ESPNN_ENGINE_SRCS} ${ESPNN_IDF_ADAPTER_SOURCES} ${ESPNN_MEM_IDF_SOURCES})
 if(CONFIG_ESPNN_ET_PROVIDE_PAL)
   list(APPEND ESPNN_IDF_SOURCES ${ESPNN_PAL_IDF_SOURCES})
 endif()
@@ -54,7 +54,8 @@ endif()
 idf_component_register(
   SRCS ${ESPNN_IDF_SOURCES}
   INCLUDE_DIRS "${ESPNN_ROOT}/include" ${ESPNN_ENGINE_INCLUDE_DIRS}
-  PRIV_INCLUDE_DIRS "${ESPNN_ROOT}/adapter" "${ESPNN_ROOT}/runtime" ${ESPNN_MEM_PRIVATE_INCLUDE_DIRS}
+  PRIV_INCLUDE_DIRS ${ESPNN_ENGINE_PRIV_INCLUDE_DIRS} "${ESPNN_ROOT}/adapter" "${ESPNN_ROOT}/runtime"
+                    ${ESPNN_MEM_PRIVATE_INCLUDE_DIRS}
   REQUIRES executorch
   PRIV_REQUIRES esp-nn esp_timer heap log freertos esp_psram)
 
@@ -68,10 +69,11 @@ target_compile_definitions(${COMPONENT_LIB}
     "ESPNN_ET_EXECUTORCH_VERSION=\"${ESPNN_EXECUTORCH_VERSION}\""
     "ESPNN_ET_COMPONENT_VERSION=\"${ESPNN_COMPONENT_VERSION}\""
   PRIVATE
-    ESPNN_ET_USE_MEMORY_POLICY
-    ${ESPNN_ENGINE_DEFINITIONS})
-# ESP-IDF already builds with -Wall -Werror=all (C as gnu17, C++ as gnu++2b); -Wextra is ours.
-target_compile_options(${COMPONENT_LIB} PRIVATE -Wextra)
+    ESPNN_ET_USE_MEMORY_POLICY)
+# ESP-IDF already builds with -Wall -Werror=all (C as gnu17, C++ as gnu++2b, no exceptions, no
+# RTTI).  -Wextra for our C only: the ExecuTorch headers are not system headers in an ESP-IDF
+# build and trip -Wextra (unused parameters) in every C++ file that includes them.
+target_compile_options(${COMPONENT_LIB} PRIVATE $<$<COMPILE_LANGUAGE:C>:-Wextra>)
 
 if(CONFIG_ESPNN_ET_PROVIDE_PAL)
   # The runtime defines weak et_pal_* defaults.  Our strong ones live in a static archive, whose

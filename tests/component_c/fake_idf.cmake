@@ -45,6 +45,6 @@ function(target_include_directories target)
 endfunction()
 
 include("${COMPONENT_DIR}/CMakeLists.txt")
-_record(ENGINE_SOURCES ${ESPNN_ENGINE_SOURCES})
-_record(HOST_KERNEL_SOURCES ${ESPNN_HOST_KERNEL_SOURCES})
+_record(ENGINE_SOURCES ${ESPNN_ENGINE_SRCS})
+_record(HOST_KERNEL_SOURCES ${ESPNN_HOST_KERNEL_SRCS})
 _record(DONE 1)
