@@ -41,3 +41,7 @@ class HostBuildError(EspNNError):
 
 class HostRuntimeError(EspNNError):
     """Loading or running a program on the host runtime failed."""
+
+
+class DelegateInputError(EspNNError, ValueError):
+    """Arrays passed to a delegate (reference or host run) do not match its inputs."""

@@ -20,7 +20,7 @@ INT32_MAX = 2**31 - 1
 
 
 def quantize_multiplier(real: float) -> tuple[int, int]:
-    """TFLite's QuantizeMultiplier: real ≈ mult · 2^(shift − 31), mult in [2^30, 2^31)."""
+    """TFLite's QuantizeMultiplier: real ≈ mult · 2^(shift - 31), mult in [2^30, 2^31)."""
     if real == 0.0:
         return 0, 0
     if not math.isfinite(real) or real < 0:
@@ -98,5 +98,5 @@ def softmax_params(input_scale: float, beta: float = 1.0) -> tuple[int, int, int
     if shift < 0:
         raise ValueError(f"softmax input scale {input_scale} is too small")
     max_rescaled = 1.0 * ((1 << bits) - 1) * (1 << (31 - bits)) / (1 << shift)
-    diff_min = -int(math.floor(max_rescaled))
+    diff_min = -math.floor(max_rescaled)
     return mult, shift, diff_min
