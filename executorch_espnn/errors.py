@@ -45,3 +45,7 @@ class HostRuntimeError(EspNNError):
 
 class DelegateInputError(EspNNError, ValueError):
     """Arrays passed to a delegate (reference or host run) do not match its inputs."""
+
+
+class QuantizerConfigError(EspNNError):
+    """A quantization config asks for a scheme ESP-NN cannot execute."""
