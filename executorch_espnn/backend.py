@@ -127,7 +127,7 @@ def partition_io(ep: ExportedProgram) -> tuple[list[Node], list[Node], list[Node
     return nodes, inputs, outputs
 
 
-class EspNNDelegateBackend(BackendDetails):
+class EspNNDelegateBackend(BackendDetails):  # type: ignore[misc]  # executorch is untyped
     @staticmethod
     def preprocess(edge_program: ExportedProgram, compile_specs: list[CompileSpec]) -> PreprocessResult:
         target, options = parse_compile_specs(compile_specs)

@@ -51,6 +51,8 @@ FUSABLE_ACTIVATIONS = frozenset({
     "aten.relu6.default",
     "aten.hardtanh.default",
     "aten.clamp.default",
+    "aten.clamp_min.default",
+    "aten.clamp_max.default",
 })
 
 INT8_MIN = -128
@@ -121,21 +123,23 @@ def static_shape(node: Node) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class QParams:
-    """Per-tensor affine int8 quantization: real = scale · (q − zero_point)."""
+    """Per-tensor affine int8 quantization: real = scale * (q - zero_point)."""
 
     scale: float
     zero_point: int
 
     def quantize(self, values: torch.Tensor) -> torch.Tensor:
         """Exactly what the program's quantize_per_tensor computes, as int8."""
-        return torch.ops.quantized_decomposed.quantize_per_tensor(
+        out: torch.Tensor = torch.ops.quantized_decomposed.quantize_per_tensor(
             values.to(torch.float32), self.scale, self.zero_point, INT8_MIN, INT8_MAX, torch.int8
         )
+        return out
 
     def dequantize(self, values: torch.Tensor) -> torch.Tensor:
-        return torch.ops.quantized_decomposed.dequantize_per_tensor(
+        out: torch.Tensor = torch.ops.quantized_decomposed.dequantize_per_tensor(
             values.to(torch.int8), self.scale, self.zero_point, INT8_MIN, INT8_MAX, torch.int8
         )
+        return out
 
     def quantize_scalar(self, v: float) -> int:
         return int(self.quantize(torch.tensor([v], dtype=torch.float32))[0])
@@ -180,7 +184,7 @@ def _real_of_fake(fake: FakeTensor) -> torch.Tensor | None:
     """
     try:
         conv = fake.fake_mode.fake_tensor_converter.meta_converter
-        for real, tid in conv.describer.lookup_tensor.items():
+        for real, tid in conv.describer.lookup_tensor.items():  # type: ignore[no-untyped-call]
             if conv.tensor_memo.get(tid) is fake and not isinstance(real, FakeTensor):
                 return real if isinstance(real, torch.Tensor) else None
     except Exception:
@@ -250,7 +254,8 @@ class GraphContext:
                     "to_edge_transform_and_lower(..., partitioner=[EspNNPartitioner()])"
                 )
             t = real
-        return t.detach()
+        value: torch.Tensor = t.detach()
+        return value
 
     def weight(self, node: object, what: str) -> QuantWeight:
         """A dequantize(_per_channel) of a constant int8 tensor, as symmetric int8 weights."""
@@ -319,8 +324,9 @@ class GraphContext:
             # the exact float32 values the program adds
             op = torch.ops.quantized_decomposed
             fn = op.dequantize_per_tensor if name == DEQUANTIZE else op.dequantize_per_channel
-            real = fn(*args)
-            return real.to(torch.float32).to(torch.float64).numpy().reshape(-1)
+            real: torch.Tensor = fn(*args)
+            values: npt.NDArray[np.float64] = real.to(torch.float32).to(torch.float64).numpy().reshape(-1)
+            return values
         raise Unsupported(f"{what} is computed at run time, the engine needs a constant bias")
 
 
@@ -361,6 +367,11 @@ def clamp_bounds(node: Node) -> tuple[float | None, float | None]:
         if isinstance(lo, Node) or isinstance(hi, Node):
             raise Unsupported("clamp with tensor bounds")
         return (None if lo is None else float(lo)), (None if hi is None else float(hi))
+    if name in ("aten.clamp_min.default", "aten.clamp_max.default"):
+        bound = node_arg(node, 1, "min" if name.endswith("min.default") else "max")
+        if isinstance(bound, Node):
+            raise Unsupported(f"{name} with a tensor bound")
+        return (float(bound), None) if name.endswith("min.default") else (None, float(bound))
     raise Unsupported(f"{name} is not a clamp-like activation")
 
 

@@ -40,7 +40,6 @@ from .backend import EspNNDelegateBackend, LoweringOptions, compile_specs, parse
 from .decisions import OpDecision
 from .errors import StrictModeError
 from .lowering_graph import (
-    DEQUANTIZE_PER_CHANNEL,
     GETITEM,
     GraphContext,
     duplicate_dequantize,
@@ -79,7 +78,7 @@ class _Piece:
         return out
 
 
-class EspNNPartitioner(Partitioner):
+class EspNNPartitioner(Partitioner):  # type: ignore[misc]  # executorch is untyped
     """Partition an int8 (PT2E) edge program for ``EspNNDelegateBackend``.
 
     ``target`` selects the chip whose ESP-NN scratch sizes the payload carries
@@ -246,10 +245,10 @@ class EspNNPartitioner(Partitioner):
             users = list(n.users)
             homes = {where.get(u) for u in users}
             if users and all(is_dequantize(u) for u in users) and len(homes) == 1 and None not in homes:
-                (i,) = homes
-                assert i is not None
-                pieces[i].boundary.append(n)
-                where[n] = i
+                (home,) = homes
+                assert home is not None
+                pieces[home].boundary.append(n)
+                where[n] = home
         for n in nodes:  # dequantize nodes whose readers stay outside
             if not is_dequantize(n) or n in where:
                 continue

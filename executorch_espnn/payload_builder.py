@@ -39,7 +39,18 @@ from .lowering_graph import (
     static_shape,
 )
 from .ops import Unit, Unsupported
-from .payload import ConstantPool, DType, OpRec, Opcode, Payload, PayloadError, Storage, Target, TensorRec, encode
+from .payload import (
+    ConstantPool,
+    DType,
+    Opcode,
+    OpRec,
+    Payload,
+    PayloadError,
+    Storage,
+    Target,
+    TensorRec,
+    encode,
+)
 from .payload.format import (
     MAX_DIM,
     MAX_IO,
@@ -425,7 +436,9 @@ class PayloadBuilder:
         try:
             data = encode(payload)
         except PayloadError as e:
-            raise LimitExceeded(str(e)) if e.field in ("n_tensors", "n_ops", "n_inputs", "total_size") else e
+            if e.field in ("n_tensors", "n_ops", "n_inputs", "total_size", "arena_size"):
+                raise LimitExceeded(str(e)) from None
+            raise
         return BuildResult(payload, data)
 
     def _writer(self, tid: int) -> int | None:

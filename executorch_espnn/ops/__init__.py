@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from ..payload_builder import PayloadBuilder
 
 
-class Unsupported(Exception):  # noqa: N818 - it is a verdict, not a failure
+class Unsupported(Exception):
     """The node (group) stays on the CPU; ``reason`` says why, in words a user can act on."""
 
     def __init__(self, reason: str) -> None:

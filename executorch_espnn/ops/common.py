@@ -64,7 +64,7 @@ def channel_requant(real: npt.NDArray[np.float64], what: str) -> tuple[npt.NDArr
 def quantize_bias(
     bias: npt.NDArray[np.float64] | None, acc_scales: npt.NDArray[np.float64], what: str
 ) -> npt.NDArray[np.int32] | None:
-    """Bias in accumulator units (input scale × weight scale), within the format's ±2^24."""
+    """Bias in accumulator units (input scale * weight scale), within the format's ±2^24."""
     if bias is None:
         return None
     if bias.shape != acc_scales.shape:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import torch
+
 from ..payload import Opcode
 from ..quant_math import add_params
 from . import OpLowering, Unit, Unsupported, register
@@ -18,12 +20,37 @@ ADD_LEFT_SHIFT = 20  # TFLite's choice for int8: headroom for the rescaled opera
 
 
 def _operands(node: Node) -> list[Node]:
+    """Both tensor operands, or the one tensor operand when the other is a Python number."""
     from torch.fx import Node as FxNode
 
     a, b = node.args[0], node.args[1]
-    if not isinstance(a, FxNode) or not isinstance(b, FxNode):
-        raise Unsupported("an operand is a Python scalar, not a quantized tensor")
-    return [a, b]
+    if isinstance(a, FxNode) and isinstance(b, FxNode):
+        return [a, b]
+    if isinstance(a, FxNode) and isinstance(b, (int, float)) and not isinstance(b, bool):
+        return [a]
+    raise Unsupported("operands are neither two tensors nor a tensor and a number")
+
+
+def _scalar_lut(unit: Unit, b: PayloadBuilder) -> bool:
+    """x + c and x * c are unary functions: one exact LUT (with any fused clamp applied)."""
+    from ..lowering_graph import clamp_bounds, node_op
+    from .activation import aten_overload, emit_lut
+
+    node = unit.anchor
+    if len(unit.inputs) != 1:
+        return False
+    op = aten_overload("aten.add.Tensor" if node_op(node).startswith("aten.add") else "aten.mul.Tensor")
+    scalar = node.args[1]
+    bounds = [clamp_bounds(f) for f in unit.fused]
+
+    def fn(t: torch.Tensor) -> torch.Tensor:
+        y: torch.Tensor = op(t, scalar)
+        for lo, hi in bounds:
+            y = torch.clamp(y, lo, hi)
+        return y
+
+    emit_lut(unit, b, fn)
+    return True
 
 
 def _broadcast_operands(unit: Unit, b: PayloadBuilder) -> tuple[Value, Value, Perm, tuple[int, ...]]:
@@ -50,7 +77,7 @@ def _broadcast_operands(unit: Unit, b: PayloadBuilder) -> tuple[Value, Value, Pe
 
 @register
 class Add(OpLowering):
-    targets = ("aten.add.Tensor",)
+    targets = ("aten.add.Tensor", "aten.add.Scalar")
     fuses_activation = True
 
     def activation_args(self, node: Node) -> list[Node]:
@@ -63,6 +90,8 @@ class Add(OpLowering):
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
         from ..lowering_graph import qdq_params
 
+        if _scalar_lut(unit, b):
+            return
         va, vb, perm, shape = _broadcast_operands(unit, b)
         assert va.qp is not None and vb.qp is not None
         qout = qdq_params(unit.output)
@@ -82,7 +111,7 @@ class Add(OpLowering):
 
 @register
 class Mul(OpLowering):
-    targets = ("aten.mul.Tensor",)
+    targets = ("aten.mul.Tensor", "aten.mul.Scalar")
     fuses_activation = True
 
     def activation_args(self, node: Node) -> list[Node]:
@@ -91,6 +120,8 @@ class Mul(OpLowering):
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
         from ..lowering_graph import qdq_params
 
+        if _scalar_lut(unit, b):
+            return
         va, vb, perm, shape = _broadcast_operands(unit, b)
         assert va.qp is not None and vb.qp is not None
         qout = qdq_params(unit.output)

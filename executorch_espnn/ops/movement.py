@@ -43,10 +43,12 @@ class Reshape(OpLowering):
         "aten.clone.default",
         "aten.alias_copy.default",
         "dim_order_ops._clone_dim_order.default",
+        "aten.dropout.default",
+        "aten.feature_dropout.default",
     )
 
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
-        from ..lowering_graph import node_op, qdq_params, static_shape
+        from ..lowering_graph import node_arg, node_op, qdq_params, static_shape
         from ..payload_builder import identity
 
         node = unit.anchor
@@ -58,8 +60,10 @@ class Reshape(OpLowering):
         if name == "dim_order_ops._clone_dim_order.default":
             order = node.kwargs.get("dim_order")
             x_rank = len(static_shape(unit.inputs[0]))
-            if order is not None and list(order) != list(range(x_rank)):
-                raise Unsupported(f"clone to dim order {list(order)}")
+            if order is not None and (not isinstance(order, (list, tuple)) or list(order) != list(range(x_rank))):
+                raise Unsupported(f"clone to dim order {order}")
+        if name in ("aten.dropout.default", "aten.feature_dropout.default") and node_arg(node, 2, "train"):
+            raise Unsupported("dropout in training mode")
         x = b.operand(unit.inputs[0])
         assert x.qp is not None
         out_shape = static_shape(unit.output)
@@ -115,7 +119,7 @@ class Slice(OpLowering):
 
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
         from ..lowering_graph import node_arg, node_op, static_shape
-        from ..payload_builder import identity, inverse, nhwc, physical
+        from ..payload_builder import identity, nhwc
 
         node = unit.anchor
         name = node_op(node)

@@ -5,7 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..payload import DType, Opcode
-from ..payload.format import AVG_DIVISOR_INCLUDE_PAD, AVG_DIVISOR_VALID, MAX_MEAN_COUNT, MAX_POOL_WINDOW
+from ..payload.format import (
+    AVG_DIVISOR_INCLUDE_PAD,
+    AVG_DIVISOR_VALID,
+    MAX_MEAN_COUNT,
+    MAX_POOL_WINDOW,
+)
 from . import OpLowering, Unit, Unsupported, register
 from .common import emit_moved, normalize_dim, pair, requant
 

@@ -7,7 +7,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..payload import Opcode
-from ..payload.format import SOFTMAX_OUT_SCALE, SOFTMAX_OUT_ZERO_POINT, SOFTMAX_SHIFT_MAX
+from ..payload.format import (
+    SOFTMAX_MAX_ROW,
+    SOFTMAX_OUT_SCALE,
+    SOFTMAX_OUT_ZERO_POINT,
+    SOFTMAX_SHIFT_MAX,
+)
 from ..quant_math import softmax_params
 from ..scratch import softmax_scratch
 from . import OpLowering, Unit, Unsupported, register
@@ -59,8 +64,12 @@ class Softmax(OpLowering):
                 f"softmax input scale {x.qp.scale:g} gives shift {shift}, diff_min {diff_min}, beyond the "
                 "kernel's int32 range"
             )
+        row = x.shape[perm[-1]]
+        if row > SOFTMAX_MAX_ROW:
+            raise Unsupported(
+                f"softmax over {row} values; the int8 kernel's int32 sum of exponentials allows {SOFTMAX_MAX_ROW}"
+            )
         x_t = b.realize(x, perm)
         _, out = b.define(unit.output, perm)
-        row = x.shape[perm[-1]]
         b.emit(Opcode.SOFTMAX, [x_t], out, {"mult": mult, "shift": shift, "diff_min": diff_min},
                softmax_scratch(b.target, row))
