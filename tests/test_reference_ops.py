@@ -573,3 +573,39 @@ def test_mobilenet_v2_every_op_against_torch() -> None:
     elapsed = time.perf_counter() - start
     assert out[0].shape == (1, 1000) and out[0].dtype == np.float32
     assert elapsed < 5.0, f"MobileNetV2-0.35 took {elapsed:.2f} s"
+
+
+# --------------------------------------------------------------------------- small ranks
+
+
+def test_rank0_quantize_lut_concat() -> None:
+    q = QParams(0.5, 1)
+    q_out = QParams(1 / 128, 0)
+    table = lut_table(torch.tanh, q, q_out)
+    b = PayloadBuilder()
+    x = b.input(DType.FLOAT32, ())
+    xq = b.arena(DType.INT8, (), q)
+    act = b.arena(DType.INT8, (), q_out, offset=b.tensors[xq].offset)
+    out = b.output(DType.INT8, (), q_out)
+    b.op(Opcode.QUANTIZE, [x], xq, perm0=0, perm1=1, perm2=2, perm3=3)
+    b.op(Opcode.LUT, [xq, b.const(table)], act)
+    b.op(Opcode.CONCAT, [act], out, axis=0)
+    got = run_delegate(b.build(), [np.array(1.3, dtype=np.float32)])[0]
+    assert got.shape == () and int(got) == int(table[round(1.3 / 0.5) + 1 + 128])
+
+
+def test_rank1_fully_connected() -> None:
+    rng = np.random.default_rng(5)
+    w = rng.integers(-127, 128, (3, 8)).astype(np.int8)
+    x = rng.integers(-128, 128, 8).astype(np.int8)
+    b = PayloadBuilder()
+    t = b.input(DType.INT8, (8,), QParams(0.1, 4))
+    o = b.output(DType.INT8, (3,), QParams(0.2, -2))
+    mult, shift = quantize_multiplier(0.001)
+    b.op(Opcode.FULLY_CONNECTED,
+         [t, b.const(w), None, b.const(np.full(3, mult, np.int32)), b.const(np.full(3, shift, np.int32))],
+         o, in_offset=-4, out_offset=-2, act_min=-128, act_max=127)
+    got = run_delegate(b.build(), [x])[0]
+    acc = (x.astype(np.int64) - 4) @ w.astype(np.int64).T
+    want = [_rdbp_spec(_srdhm_spec(int(a), mult), -shift) - 2 for a in acc]
+    assert got.tolist() == np.clip(want, -128, 127).tolist()
