@@ -131,6 +131,16 @@ def decode(data: bytes | bytearray | memoryview, *, validate: bool = True) -> Pa
             if tid >= n_t or tensors[tid].storage != st or tensors[tid].offset != k:
                 raise PayloadError(kind, f"entry {k} -> tensor {tid} is not {st.name.lower()} #{k}")
 
+    # ...and every io tensor is the one its entry names: a second tensor claiming the same
+    # delegate buffer with other dims would make the device read or write past that buffer
+    for i, t in enumerate(tensors):
+        if t.storage in (Storage.INPUT, Storage.OUTPUT):
+            table = inputs if t.storage == Storage.INPUT else outputs
+            if table[t.offset] != i:
+                raise PayloadError(
+                    "offset", f"io index {t.offset} is tensor {table[t.offset]}'s, not this tensor's", tensor=i
+                )
+
     ops: list[OpRec] = []
     pos = ops_off
     for i in range(n_o):
