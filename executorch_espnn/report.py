@@ -17,8 +17,9 @@ from typing import Any
 from .decisions import OpDecision
 from .errors import PteError
 from .payload import DType, Opcode, Payload, PayloadError, Storage, decode
+from .payload.state import state_bytes
+from .pte import BACKEND_ID
 
-BACKEND_ID = "EspNNDelegateBackend"
 REPORT_SCHEMA = 1
 
 # ExecuTorch ScalarType codes -> names (exir/scalar_type.py)
@@ -391,7 +392,7 @@ def analyse_payload(index: int, data: bytes) -> tuple[PartitionReport, list[Fast
         arena_lower_bound=arena_peak(p),
         scratch_bytes=max((op.scratch_size for op in p.ops), default=0),
         weights_bytes=len(p.constants),
-        state_bytes=None,  # the engine's state formula is not available to this package yet
+        state_bytes=state_bytes(p),
         payload_bytes=len(data),
         inputs=_payload_specs(p, p.inputs, "in"),
         outputs=_payload_specs(p, p.outputs, "out"),

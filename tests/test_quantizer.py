@@ -824,3 +824,37 @@ def test_quantize_export_failure_raises_export_error_with_hint() -> None:
 def test_quantize_rejects_non_tuple_example_inputs() -> None:
     with pytest.raises(ExportError, match="example_inputs must be a tuple"):
         quantize(Tiny(), {"x": torch.randn(1, 3, 8, 8)})  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- helpers for the lowering
+
+
+def test_clamp_bounds_reads_keywords_and_defaults() -> None:
+    g = torch.fx.Graph()
+    x = g.placeholder("x")
+    cases = {
+        g.call_function(aten.hardtanh.default, (x,), {"min_val": 0.0, "max_val": 6.0}): (0.0, 6.0),
+        g.call_function(aten.hardtanh.default, (x,)): (-1.0, 1.0),
+        g.call_function(aten.hardtanh_.default, (x, -2.0), {"max_val": 3}): (-2.0, 3.0),
+        g.call_function(aten.clamp.default, (x,), {"max": 6}): (None, 6.0),
+        g.call_function(aten.clamp.default, (x, None, 4.0)): (None, 4.0),
+        g.call_function(aten.clamp_min.default, (x, 0.5)): (0.5, None),
+        g.call_function(aten.clamp_max.default, (x,), {"max": 2.0}): (None, 2.0),
+        g.call_function(aten.relu_.default, (x,)): (0.0, None),
+        g.call_function(aten.relu6.default, (x,)): (0.0, 6.0),
+    }
+    for node, want in cases.items():
+        assert clamp_bounds(node) == want, node.format_node()
+    with pytest.raises(ValueError, match="not a clamp-like activation"):
+        clamp_bounds(g.call_function(aten.sigmoid.default, (x,)))
+
+
+def test_clamp_bounds_on_edge_dialect_nodes() -> None:
+    from executorch.exir import to_edge
+
+    model = Fn(lambda s, x: F.relu6(s.mods[0](x)), nn.Conv2d(3, 4, 3))
+    r = quantize(model, (torch.randn(1, 3, 8, 8),))
+    edge = to_edge(torch.export.export(r.graph_module, (torch.randn(1, 3, 8, 8),)))
+    (ht,) = [n for n in edge.exported_program().graph.nodes
+             if n.op == "call_function" and "hardtanh" in str(n.target)]
+    assert clamp_bounds(ht) == (0.0, 6.0)
