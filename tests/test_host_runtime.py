@@ -438,3 +438,93 @@ def test_corrupted_payloads_never_kill_the_process(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     survived = re.search(r"survived (\d+)", proc.stdout)
     assert survived is not None and int(survived.group(1)) >= 250, proc.stdout
+
+
+# --- whole models from tests/zoo.py, lowered by executorch_espnn.lower ---------------------------
+
+# Measured (Nov 2026): the delegates reproduce executorch_espnn.reference bit for bit and the
+# top-1 always matches, but the int8 pipeline drifts from PyTorch's fake-quantized float
+# arithmetic as layers accumulate 1-LSB requantisation differences (MobileNetV2-0.35: 20-32
+# LSB at the logits, ~80% of elements beyond 1 LSB; DS-CNN: up to 3 LSB, 25-50%; IslandNet: one
+# element of 20 at 2 LSB).  The runtime is not the cause: see test_model_delegates_are_exact.
+_LSB_DRIFT = {"mobilenet_v2_0.35_96", "ds_cnn_kws", "island_net"}
+_MODELS = ["mobilenet_v2_0.35_96", "ds_cnn_kws", "island_net", "cumsum_net"]
+
+
+@pytest.fixture(scope="module")
+def lowered_models() -> dict[str, object]:
+    return {}
+
+
+def _lowered(cache: dict[str, object], name: str) -> object:
+    import executorch_espnn as ee
+    from tests.zoo import ZOO
+
+    if name not in cache:
+        z = ZOO[name]
+        cache[name] = ee.lower(z.model(), z.example_inputs(), z.calibration_data(), target="esp32s3")
+    return cache[name]
+
+
+def _torch_outputs(low: object, xs: tuple[object, ...]) -> list[np.ndarray]:
+    out = low.quantized_program.module()(*xs)  # type: ignore[attr-defined]
+    outs = out if isinstance(out, tuple | list) else (out,)
+    return [o.detach().numpy() for o in outs]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", _MODELS)
+def test_model_same_top1_as_pytorch(name: str, lowered_models: dict[str, object]) -> None:
+    from tests.zoo import ZOO
+
+    low = _lowered(lowered_models, name)
+    info = read_program(low.pte)  # type: ignore[attr-defined]
+    if ZOO[name].cpu_fallback:
+        assert info.kernel_calls, f"{name} was expected to keep operators on the CPU"
+    if name == "island_net":
+        assert len(info.payloads) == 2, "a CPU island between two delegates"
+    for xs in ZOO[name].test_inputs(4):
+        got = host.run(low.pte, list(xs))  # type: ignore[attr-defined]
+        want = _torch_outputs(low, xs)
+        for g, w in zip(got, want, strict=True):
+            assert g.shape == w.shape
+            np.testing.assert_array_equal(g.reshape(g.shape[0], -1).argmax(-1), w.reshape(w.shape[0], -1).argmax(-1))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="int8 drift from fake-quant float, see _LSB_DRIFT"))
+     if n in _LSB_DRIFT else n for n in _MODELS],
+)
+def test_model_within_one_lsb_of_pytorch(name: str, lowered_models: dict[str, object]) -> None:
+    from tests.zoo import ZOO
+
+    low = _lowered(lowered_models, name)
+    scales = [t.scale for t in low.outputs]  # type: ignore[attr-defined]
+    beyond, total = 0, 0
+    for xs in ZOO[name].test_inputs(4):
+        for g, w, s in zip(host.run(low.pte, list(xs)), _torch_outputs(low, xs), scales, strict=True):  # type: ignore[attr-defined]
+            assert s > 0, "model outputs are dequantized from int8"
+            lsb = np.abs(np.round(g.astype(np.float64) / s) - np.round(w.astype(np.float64) / s))
+            beyond += int((lsb > 1).sum())
+            total += lsb.size
+    assert beyond <= 0.01 * total, f"{beyond} of {total} elements beyond 1 LSB"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["mobilenet_v2_0.35_96", "ds_cnn_kws"])
+def test_model_delegates_are_exact(name: str, lowered_models: dict[str, object]) -> None:
+    """A fully delegated model: the host output equals the Python reference executing the
+    same payload, bit for bit."""
+    from executorch_espnn.reference import run_delegate
+    from tests.zoo import ZOO
+
+    low = _lowered(lowered_models, name)
+    info = read_program(low.pte)  # type: ignore[attr-defined]
+    assert len(info.payloads) == 1 and not info.kernel_calls
+    for xs in ZOO[name].test_inputs(4):
+        got = host.run(low.pte, list(xs))  # type: ignore[attr-defined]
+        want = run_delegate(info.payloads[0], [x.numpy() for x in xs])
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(g, w)

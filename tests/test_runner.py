@@ -220,3 +220,24 @@ def test_generated_data_is_the_pte(fc_pte: bytes, tmp_path: Path) -> None:
     assert f"#define ESPNN_MODEL_PTE_SIZE {len(fc_pte)}u" in header
     sizes = host.measure(fc_pte)
     assert f"#define ESPNN_MODEL_METHOD_ALLOCATOR_BYTES {sizes.method_allocator_bytes}u" in header
+
+
+def test_runner_mobilenet_v2(build_dir: Path, tmp_path: Path) -> None:
+    """The host board's runtime on MobileNetV2-0.35/96: the runner's output equals host.run's
+    on the same deterministic input (printed: the closing note quotes it)."""
+    import executorch_espnn as ee
+    from tests.zoo import ZOO
+
+    z = ZOO["mobilenet_v2_0.35_96"]
+    low = ee.lower(z.model(), z.example_inputs(), z.calibration_data(), target="esp32s3")
+    exe = _build_runner(build_dir, _render(low.pte, tmp_path / "gen"))
+    proc = _run(exe, "--seed", "1", "--repeat", "5")
+    assert proc.returncode == 0, proc.stderr
+    (got,) = _parse(proc.stdout)
+    x = _xorshift_inputs((1, 3, 96, 96), "float32", 1, 0)
+    (want,) = host.run(low.pte, [x])
+    np.testing.assert_array_equal(got, want)
+    top5 = np.argsort(-got[0])[:5]
+    latency = re.search(r"^latency_us (\d+)$", proc.stdout, re.M)
+    print(f"\nmobilenet_v2_0.35_96 on espnn_runner: top-5 {top5.tolist()} "
+          f"logits {got[0][top5].round(4).tolist()}, {latency.group(1) if latency else '?'} us/invoke")
