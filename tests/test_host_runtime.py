@@ -278,6 +278,19 @@ def test_measure_reports_exact_sizes(fc: tuple[bytes, object]) -> None:
     assert host.measure(pte) == sizes
 
 
+@pytest.mark.slow
+def test_registration_is_idempotent_and_visible_to_python() -> None:
+    from executorch.runtime import Runtime
+
+    lib = host.load_library()
+    assert lib.cdll.executorch_espnn_register_backend() == 0
+    assert lib.cdll.executorch_espnn_register_backend() == 0
+    registry = Runtime.get().backend_registry
+    assert BACKEND_ID in registry.registered_backend_names
+    assert registry.is_available(BACKEND_ID)
+    assert lib.cdll.executorch_espnn_package_version().decode() == __version__
+
+
 # --- errors: each a clear message, and the process keeps working ------------------------------
 
 
