@@ -6,7 +6,7 @@
  */
 #include <stddef.h>
 
-#include "esp_nn.h"
+#include "espnn_esp_nn.h"
 #include "espnn_fixedpoint.h"
 #include "espnn_internal.h"
 
@@ -34,7 +34,7 @@ typedef struct pool_state {
     int32_t zero_point; /* divisor_mode 1: padding taps hold real 0 */
 } pool_state_t;
 #define POOL_STATE_BYTES 40u
-ESPNN_STATIC_ASSERT(sizeof(pool_state_t) == POOL_STATE_BYTES, "pool state");
+ESPNN_FAMILY_STATE(pool_state_t, POOL_STATE_BYTES);
 
 static espnn_status_t prepare(espnn_prep_t *p, bool avg)
 {
