@@ -125,7 +125,7 @@ class Mul(OpLowering):
         va, vb, perm, shape = _broadcast_operands(unit, b)
         assert va.qp is not None and vb.qp is not None
         qout = qdq_params(unit.output)
-        mult, shift = requant(va.qp.scale * vb.qp.scale / qout.scale, "mul")
+        mult, shift = requant(va.qp.scale32 * vb.qp.scale32 * qout.inv_scale32, "mul")
         act_min, act_max = act_range(unit, qout)
         ta, tb = b.realize(va, perm), b.realize(vb, perm)
         _, out = b.define(unit.output, perm, shape)
