@@ -455,12 +455,12 @@ def test_corrupted_payloads_never_kill_the_process(tmp_path: Path) -> None:
 
 # --- whole models from tests/zoo.py, lowered by executorch_espnn.lower ---------------------------
 
-# Measured (Nov 2026): the delegates reproduce executorch_espnn.reference bit for bit and the
-# top-1 always matches, but the int8 pipeline drifts from PyTorch's fake-quantized float
-# arithmetic as layers accumulate 1-LSB requantisation differences (MobileNetV2-0.35: 20-32
-# LSB at the logits, ~80% of elements beyond 1 LSB; DS-CNN: up to 3 LSB, 25-50%; IslandNet: one
-# element of 20 at 2 LSB).  The runtime is not the cause: see test_model_delegates_are_exact.
-_LSB_DRIFT = {"mobilenet_v2_0.35_96", "ds_cnn_kws", "island_net"}
+# Measured (Nov 2026, lowering ff1b203): the delegates reproduce executorch_espnn.reference bit
+# for bit and the top-1 always matches; DS-CNN, IslandNet and CumsumNet stay within 1 LSB of
+# PyTorch's quantized model, but MobileNetV2-0.35 does not on every input: 0 LSB on two test
+# inputs, yet up to 8 LSB on 61% of the logits of another, an int8-vs-float divergence inside
+# the lowered arithmetic (not the runtime: see test_model_delegates_are_exact).
+_LSB_DRIFT = {"mobilenet_v2_0.35_96"}
 _MODELS = ["mobilenet_v2_0.35_96", "ds_cnn_kws", "island_net", "cumsum_net"]
 
 
@@ -507,7 +507,7 @@ def test_model_same_top1_as_pytorch(name: str, lowered_models: dict[str, object]
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "name",
-    [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="int8 drift from fake-quant float, see _LSB_DRIFT"))
+    [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="MobileNetV2 diverges from PyTorch on one test input, see _LSB_DRIFT"))
      if n in _LSB_DRIFT else n for n in _MODELS],
 )
 def test_model_within_one_lsb_of_pytorch(name: str, lowered_models: dict[str, object]) -> None:
