@@ -397,7 +397,7 @@ def clamp_bounds(node: Node) -> tuple[float | None, float | None]:
 def match_unit(node: Node, lowering: OpLowering, ctx: GraphContext) -> Unit:
     """Collect the dequantize/operator/activation/quantize group anchored at ``node``."""
     inputs: list[Node] = []
-    for i, arg in enumerate(lowering.activation_args(node)):
+    for i, arg in enumerate(lowering.activation_args(node, ctx)):
         if not is_dequantize(arg):
             if isinstance(arg, Node) and node_op(arg) == DEQUANTIZE_PER_CHANNEL:
                 raise Unsupported(f"operand {i} is dequantized per channel; activations must be per tensor")
