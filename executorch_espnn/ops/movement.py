@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from torch.fx import Node
 
     from ..lowering_graph import GraphContext
-
     from ..payload_builder import PayloadBuilder
 
 
