@@ -128,6 +128,16 @@ class QParams:
     scale: float
     zero_point: int
 
+    @property
+    def scale32(self) -> float:
+        """The scale as dequantize_per_tensor applies it (a float32 multiply)."""
+        return float(np.float32(self.scale))
+
+    @property
+    def inv_scale32(self) -> float:
+        """1/scale as quantize_per_tensor applies it (a float32 multiply)."""
+        return float(np.float32(1.0 / self.scale))
+
     def quantize(self, values: torch.Tensor) -> torch.Tensor:
         """Exactly what the program's quantize_per_tensor computes, as int8."""
         out: torch.Tensor = torch.ops.quantized_decomposed.quantize_per_tensor(
@@ -206,15 +216,19 @@ class GraphContext:
         self.ep = ep
         self.registry = registry
         self.known = known or {}
+        self._keys: dict[str, str] | None = None
+        self._values: dict[Node, torch.Tensor | None] = {}
 
     def _key(self, node: Node) -> str | None:
         if self.ep is None or node.op != "placeholder":
             return None
-        sig = self.ep.graph_signature
-        for table in (sig.inputs_to_parameters, sig.inputs_to_buffers, sig.inputs_to_lifted_tensor_constants):
-            if node.name in table:
-                return str(table[node.name])
-        return None
+        if self._keys is None:
+            # graph_signature rebuilds these mappings on every access: read them once
+            sig = self.ep.graph_signature
+            self._keys = {}
+            for table in (sig.inputs_to_parameters, sig.inputs_to_buffers, sig.inputs_to_lifted_tensor_constants):
+                self._keys.update({str(k): str(v) for k, v in table.items()})
+        return self._keys.get(node.name)
 
     def is_constant(self, node: object) -> bool:
         """Whether ``node`` is a parameter, buffer or lifted constant (whatever its values)."""
@@ -226,6 +240,11 @@ class GraphContext:
         """The real value of a constant node, None for anything computed at run time."""
         if not isinstance(node, Node):
             return None
+        if node not in self._values:
+            self._values[node] = self._constant(node)
+        return self._values[node]
+
+    def _constant(self, node: Node) -> torch.Tensor | None:
         if node.op == "get_attr" and self.ep is not None:
             obj: Any = self.ep.graph_module
             for part in str(node.target).split("."):
@@ -378,7 +397,7 @@ def clamp_bounds(node: Node) -> tuple[float | None, float | None]:
 def match_unit(node: Node, lowering: OpLowering, ctx: GraphContext) -> Unit:
     """Collect the dequantize/operator/activation/quantize group anchored at ``node``."""
     inputs: list[Node] = []
-    for i, arg in enumerate(lowering.activation_args(node)):
+    for i, arg in enumerate(lowering.activation_args(node, ctx)):
         if not is_dequantize(arg):
             if isinstance(arg, Node) and node_op(arg) == DEQUANTIZE_PER_CHANNEL:
                 raise Unsupported(f"operand {i} is dequantized per channel; activations must be per tensor")
@@ -443,13 +462,20 @@ def source_location(node: Node, skip_dirs: Iterable[str] | None = None) -> str |
     if not frames:
         return None
     skips = tuple(skip_dirs) if skip_dirs is not None else _package_dirs()
-    chosen = frames[-1]
     for f in reversed(frames):
         try:
             resolved = str(Path(f[0]).resolve())
         except OSError:  # pragma: no cover
             resolved = f[0]
         if not resolved.startswith(skips):
-            chosen = f
-            break
-    return f"{Path(chosen[0]).name}:{chosen[1]} in {chosen[2]}"
+            return f"{Path(f[0]).name}:{f[1]} in {f[2]}"
+    # only library frames (an nn.Sequential of stock modules): name the module too
+    chosen = frames[-1]
+    where = f"{Path(chosen[0]).name}:{chosen[1]} in {chosen[2]}"
+    stack = node.meta.get("nn_module_stack")
+    if isinstance(stack, dict) and stack:
+        path, kind = list(stack.values())[-1]
+        kind_name = getattr(kind, "__name__", None) or str(kind).rsplit(".", 1)[-1].strip("'>")
+        if path:
+            where += f" (module {path}: {kind_name})"
+    return where

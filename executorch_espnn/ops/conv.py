@@ -70,8 +70,9 @@ class Conv2d(OpLowering):
             raise Unsupported(
                 f"each output sums {reduction} products; the engine's exact int32 accumulation allows {MAX_REDUCTION}"
             )
-        acc_scales = x.qp.scale * w.scales
-        mult, shift = channel_requant(acc_scales / qout.scale, "convolution")
+        # the scales as the float program applies them (float32), so ties break its way
+        acc_scales = x.qp.scale32 * w.scales
+        mult, shift = channel_requant(acc_scales * qout.inv_scale32, "convolution")
         bias = quantize_bias(b.ctx.bias(node.args[2], "the convolution bias"), acc_scales, "the convolution bias")
         act_min, act_max = act_range(unit, qout)
 

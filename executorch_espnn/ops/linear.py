@@ -47,8 +47,8 @@ class Linear(OpLowering):
         out_shape = static_shape(unit.output)
         if out_shape != (*x.shape[:-1], n_out):
             raise Unsupported(f"unexpected output shape {out_shape}")
-        acc_scales = x.qp.scale * w.scales
-        mult, shift = channel_requant(acc_scales / qout.scale, "linear")
+        acc_scales = x.qp.scale32 * w.scales
+        mult, shift = channel_requant(acc_scales * qout.inv_scale32, "linear")
         bias = quantize_bias(b.ctx.bias(node_arg(node, 2, "bias", None), "the linear bias"), acc_scales,
                              "the linear bias")
         act_min, act_max = act_range(unit, qout)

@@ -140,7 +140,7 @@ def _global_pool(unit: Unit, b: PayloadBuilder) -> None:
             "act_min": -128, "act_max": 127, "divisor_mode": AVG_DIVISOR_VALID,
         })
     else:
-        mult, shift = requant(x.qp.scale / (qout.scale * h * w), "mean")
+        mult, shift = requant(x.qp.scale32 * qout.inv_scale32 / (h * w), "mean")
         b.emit(Opcode.MEAN_HW, [x_t], out, {
             "in_offset": -x.qp.zero_point, "out_offset": qout.zero_point, "mult": mult, "shift": shift,
         })
