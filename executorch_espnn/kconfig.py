@@ -163,9 +163,7 @@ def resolve(
     for p in paths:
         for a in _scan(p):
             assigned[a.name] = a
-    override_items = {
-        k.removeprefix("CONFIG_"): v for k, v in (overrides or {}).items()
-    }
+    override_items = {k.removeprefix("CONFIG_"): v for k, v in (overrides or {}).items()}
     for name, value in override_items.items():
         assigned[name] = Assignment(name, _override_text(value), "overrides")
 
@@ -184,7 +182,9 @@ def resolve(
                     r.name for r in node.item.referenced if isinstance(r, kconfiglib.Symbol)
                 )
         undefined = sorted(
-            n for n in referenced if n in kconf.syms and not kconf.syms[n].nodes and not _is_number(n)
+            n
+            for n in referenced
+            if n in kconf.syms and not kconf.syms[n].nodes and not _is_number(n)
         )
         if undefined:
             raise KconfigError(
@@ -195,8 +195,10 @@ def resolve(
             if name.startswith(PREFIX) and name not in kconf.syms:
                 known = sorted(s for s in kconf.syms if s.startswith(PREFIX))
                 near = difflib.get_close_matches(name, known, n=1)
-                hint = f"did you mean CONFIG_{near[0]}?" if near else "known options: " + ", ".join(
-                    f"CONFIG_{k}" for k in known
+                hint = (
+                    f"did you mean CONFIG_{near[0]}?"
+                    if near
+                    else "known options: " + ", ".join(f"CONFIG_{k}" for k in known)
                 )
                 raise KconfigError(f"{a.origin}: unknown option CONFIG_{name}; {hint}")
         if override_items:
@@ -229,9 +231,7 @@ def resolve(
                 continue
             why = _refusal(kconf.syms[name], a)
             if why is not None:
-                raise KconfigError(
-                    f"{a.origin}: CONFIG_{name}={a.value} cannot be used: {why}"
-                )
+                raise KconfigError(f"{a.origin}: CONFIG_{name}={a.value} cannot be used: {why}")
         return {
             f"CONFIG_{name}": _typed(sym)
             for name, sym in sorted(kconf.syms.items())
@@ -279,10 +279,14 @@ def render_header(
             macros.append((name, text))
     if not macros:
         raise KconfigError("no CONFIG_ESPNN_ET_* values to write; pass the dict resolve() returned")
-    text = _env().get_template("kconfig/espnn_sdkconfig.h.j2").render(
-        macros=macros,
-        kconfig=str(kconfig) if kconfig else "espnn_component/Kconfig",
-        sources=[str(s) for s in sources],
+    text = (
+        _env()
+        .get_template("kconfig/espnn_sdkconfig.h.j2")
+        .render(
+            macros=macros,
+            kconfig=str(kconfig) if kconfig else "espnn_component/Kconfig",
+            sources=[str(s) for s in sources],
+        )
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     if not out.is_file() or out.read_text(encoding="utf-8") != text:

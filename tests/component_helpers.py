@@ -36,12 +36,26 @@ def write_sdkconfig(tmp: Path, options: Mapping[str, str], spiram: bool) -> dict
     return dict(values)
 
 
-def compile_c(out: Path, sources: Sequence[Path], includes: Sequence[Path], defines: Sequence[str] = (),
-              extra: Sequence[str] = ()) -> Path:
+def compile_c(
+    out: Path,
+    sources: Sequence[Path],
+    includes: Sequence[Path],
+    defines: Sequence[str] = (),
+    extra: Sequence[str] = (),
+) -> Path:
     cc = shutil.which("gcc")
     assert cc, "gcc is needed for the component's C tests"
-    cmd = [cc, *CFLAGS, *SANITIZE, *(f"-D{d}" for d in defines), *(f"-I{i}" for i in includes),
-           *map(str, sources), *extra, "-o", str(out)]
+    cmd = [
+        cc,
+        *CFLAGS,
+        *SANITIZE,
+        *(f"-D{d}" for d in defines),
+        *(f"-I{i}" for i in includes),
+        *map(str, sources),
+        *extra,
+        "-o",
+        str(out),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise AssertionError(f"compile failed: {' '.join(cmd)}\n{proc.stderr}")
@@ -57,15 +71,20 @@ def build_mem_driver(tmp: Path, world: str, options: Mapping[str, str], spiram: 
     if world == "idf":
         # ESP-IDF names its header sdkconfig.h and defines ESP_PLATFORM
         sources = [mem / "espnn_mem_core.c", mem / "espnn_mem_idf.c", CDIR / "heap_caps_standin.c"]
-        return compile_c(tmp / "mem_driver", [*sources, CDIR / "mem_policy_driver.c"],
-                         [*includes, STANDIN], ["ESP_PLATFORM", "ESPNN_TEST_IDF"])
+        return compile_c(
+            tmp / "mem_driver",
+            [*sources, CDIR / "mem_policy_driver.c"],
+            [*includes, STANDIN],
+            ["ESP_PLATFORM", "ESPNN_TEST_IDF"],
+        )
     (tmp / "include" / "sdkconfig.h").rename(tmp / "include" / "espnn_sdkconfig.h")
     sources = [mem / "espnn_mem_core.c", mem / "espnn_mem_host.c"]
     return compile_c(tmp / "mem_driver", [*sources, CDIR / "mem_policy_driver.c"], includes)
 
 
 def run_driver(exe: Path, commands: Sequence[str]) -> list[str]:
-    proc = subprocess.run([str(exe)], input="\n".join(commands) + "\n", capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        [str(exe)], input="\n".join(commands) + "\n", capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, f"driver failed ({proc.returncode}): {proc.stderr}"
     return proc.stdout.splitlines()

@@ -17,6 +17,7 @@ output in its own unit (1 for int8, the scale for float outputs).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -37,6 +38,7 @@ from executorch_espnn.payload import (
     encode,
 )
 from executorch_espnn.payload.format import AVG_DIVISOR_INCLUDE_PAD, AVG_DIVISOR_VALID
+from executorch_espnn.planner import PlanBuffer, plan_arena
 from executorch_espnn.quant_math import add_params, quantize_multiplier, softmax_params
 
 Array = npt.NDArray[np.generic]
@@ -146,6 +148,7 @@ class PayloadBuilder:
         self.pool = ConstantPool()
         self.arena_top = 0
         self.target = target
+        self._planned: dict[int, int | None] = {}  # tensor id -> in-place source (or None)
 
     def _add(self, t: TensorRec) -> int:
         self.tensors.append(t)
@@ -174,21 +177,55 @@ class PayloadBuilder:
         self.arena_top = max(self.arena_top, (offset + t.nbytes + 15) // 16 * 16)
         return self._add(t)
 
+    def planned(self, dtype: DType, dims: Sequence[int], q: QParams | None = None,
+                inplace_of: int | None = None) -> int:
+        """An arena tensor placed by ``executorch_espnn.planner`` at build time, from the
+        lifetimes the op list gives it (optionally on the bytes of ``inplace_of``)."""
+        q = q or QParams(0.0, 0)
+        tid = self._add(TensorRec(dtype, tuple(dims), Storage.ARENA, 0, q.scale, q.zero_point))
+        self._planned[tid] = inplace_of
+        return tid
+
+    def _plan(self) -> None:
+        if not self._planned:
+            return
+        first: dict[int, int] = {}
+        last: dict[int, int] = {}
+        for i, op in enumerate(self.ops):
+            if op.output in self._planned:
+                first[op.output] = i
+                last.setdefault(op.output, i)
+            for t in op.inputs:
+                if t is not None and t in self._planned:
+                    last[t] = i
+        bufs = [PlanBuffer(t, self.tensors[t].nbytes, first[t], last[t], src)
+                for t, src in self._planned.items()]
+        plan = plan_arena(bufs)
+        base = self.arena_top
+        for t, off in plan.offsets.items():
+            self.tensors[t].offset = base + off
+        self.arena_top = base + plan.size
+        self._planned = {}
+
     def const(self, arr: Array) -> int:
         a = np.ascontiguousarray(arr)
         off = self.pool.add(a.astype(a.dtype.newbyteorder("<")).tobytes())
         return self._add(TensorRec(_NP_DTYPES[a.dtype], tuple(a.shape), Storage.CONST, off))
 
-    def scratch(self, nbytes: int) -> tuple[int, int]:
-        off = self.arena_top
-        self.arena_top += (nbytes + 15) // 16 * 16
-        return off, nbytes
+    def op(self, opcode: Opcode, inputs: Sequence[int | None], output: int, **params: int) -> OpRec:
+        rec = OpRec(opcode, tuple(inputs), output, dict(params))
+        self.ops.append(rec)
+        return rec
 
-    def op(self, opcode: Opcode, inputs: Sequence[int | None], output: int,
-           scratch: tuple[int, int] = (0, 0), **params: int) -> None:
-        self.ops.append(OpRec(opcode, tuple(inputs), output, dict(params), scratch[0], scratch[1]))
+    def scratch(self, op: OpRec, nbytes: int, offset: int | None = None) -> None:
+        """Give ``op`` a scratch range: fresh arena bytes, or ``offset`` (deliberate aliasing)."""
+        if offset is None:
+            offset = self.arena_top
+        self.arena_top = max(self.arena_top, (offset + nbytes + 15) // 16 * 16)
+        op.scratch_offset, op.scratch_size = offset, nbytes
 
     def build(self) -> bytes:
+        self._plan()
         return encode(Payload(
             tensors=self.tensors, ops=self.ops, inputs=self.inputs, outputs=self.outputs,
             constants=self.pool.bytes(), arena_size=self.arena_top, target=self.target,
@@ -435,14 +472,17 @@ def torch_quantize(x: torch.Tensor, q: QParams) -> torch.Tensor:
     """ExecuTorch/PyTorch's decomposed quantize_per_tensor (float32 x * (1/scale))."""
     import torch.ao.quantization.fx._decomposed  # registers quantized_decomposed
 
-    return torch.ops.quantized_decomposed.quantize_per_tensor(x, q.scale, q.zero_point, -128, 127, torch.int8)
+    out: torch.Tensor = torch.ops.quantized_decomposed.quantize_per_tensor(
+        x, q.scale, q.zero_point, -128, 127, torch.int8)
+    return out
 
 
 def torch_dequantize(x: torch.Tensor, q: QParams) -> torch.Tensor:
     import torch.ao.quantization.fx._decomposed
 
-    return torch.ops.quantized_decomposed.dequantize_per_tensor(
+    out: torch.Tensor = torch.ops.quantized_decomposed.dequantize_per_tensor(
         x, q.scale, q.zero_point, -128, 127, torch.int8)
+    return out
 
 
 def quantize_case(name: str, *, shape: tuple[int, ...], perm: tuple[int, ...], seed: int = 0,
@@ -479,9 +519,8 @@ def dequantize_case(name: str, *, shape: tuple[int, ...], perm: tuple[int, ...],
 # --------------------------------------------------------------------------- data movement
 
 
-def _movement_case(name: str, x: Array, expected: Array, opcode: Opcode,
-                   extra_inputs: Sequence[Array] = (), q: QParams | None = None,
-                   **params: int) -> Case:
+def _movement_case(name: str, x: Array, expected: Array, opcode: Opcode, params: dict[str, int],
+                   extra_inputs: Sequence[Array] = (), q: QParams | None = None) -> Case:
     """One data-movement op from input 0 (plus constant/extra inputs) to one output."""
     dt = _NP_DTYPES[x.dtype]
     q = q or (QParams(0.05, 2) if dt == DType.INT8 else QParams(0.0, 0))
@@ -506,7 +545,7 @@ def transpose_case(name: str, shape: tuple[int, ...], perm: tuple[int, ...],
     gen = torch.Generator().manual_seed(seed)
     x = _i8(gen, *shape) if dtype == torch.int8 else torch.randn(*shape, generator=gen)
     return _movement_case(name, x.numpy(), x.permute(*perm).contiguous().numpy(),
-                          Opcode.TRANSPOSE, **_perm_params(perm))
+                          Opcode.TRANSPOSE, _perm_params(perm))
 
 
 def slice_case(name: str, shape: tuple[int, ...], starts: tuple[int, ...], stops: tuple[int, ...],
@@ -517,15 +556,15 @@ def slice_case(name: str, shape: tuple[int, ...], starts: tuple[int, ...], stops
     expected = x[idx].contiguous().numpy()
     params = {f"start{i}": (starts[i] if i < len(shape) else 0) for i in range(4)}
     params |= {f"step{i}": (steps[i] if i < len(shape) else 1) for i in range(4)}
-    return _movement_case(name, x.numpy(), expected, Opcode.SLICE, **params)
+    return _movement_case(name, x.numpy(), expected, Opcode.SLICE, params)
 
 
 def concat_case(name: str, shapes: Sequence[tuple[int, ...]], axis: int, seed: int = 0) -> Case:
     gen = torch.Generator().manual_seed(seed)
     xs = [_i8(gen, *s) for s in shapes]
     expected = torch.cat(xs, dim=axis).numpy()
-    return _movement_case(name, xs[0].numpy(), expected, Opcode.CONCAT,
-                          [x.numpy() for x in xs[1:]], axis=axis)
+    return _movement_case(name, xs[0].numpy(), expected, Opcode.CONCAT, {"axis": axis},
+                          [x.numpy() for x in xs[1:]])
 
 
 def pad_case(name: str, shape: tuple[int, ...], before: tuple[int, ...], after: tuple[int, ...],
@@ -542,8 +581,8 @@ def pad_case(name: str, shape: tuple[int, ...], before: tuple[int, ...], after: 
     y = F.pad(x_dq, torch_pad, value=float(dequantize_t(torch.tensor([value]), q)[0]))
     params = {f"before{i}": (before[i] if i < len(shape) else 0) for i in range(4)}
     params |= {f"after{i}": (after[i] if i < len(shape) else 0) for i in range(4)}
-    return _movement_case(name, x.numpy(), quantize_t(y, q).numpy(), Opcode.PAD, q=q,
-                          value=value, **params)
+    return _movement_case(name, x.numpy(), quantize_t(y, q).numpy(), Opcode.PAD,
+                          params | {"value": value}, q=q)
 
 
 def nearest_map(n_in: int, n_out: int) -> Array:
@@ -644,13 +683,172 @@ def float_conv_chain_case(name: str, seed: int = 0) -> Case:
     out = b.output(DType.FLOAT32, (1, 8, 5, 6))
     b.op(Opcode.QUANTIZE, [x_t], xq_t, **_perm_params(NCHW_TO_NHWC))
     mult, shift = _requant_consts([q_in.scale * float(s) / q_out.scale for s in s_w])
-    b.op(Opcode.CONV2D, [xq_t, b.const(wq.numpy().transpose(0, 2, 3, 1)), b.const(bq.numpy()),
-                         b.const(mult), b.const(shift)], yq_t, scratch=b.scratch(100),
+    conv = b.op(Opcode.CONV2D, [xq_t, b.const(wq.numpy().transpose(0, 2, 3, 1)),
+                                b.const(bq.numpy()), b.const(mult), b.const(shift)], yq_t,
          stride_h=2, stride_w=2, pad_top=1, pad_left=1, pad_bottom=1, pad_right=1,
          dilation_h=1, dilation_w=1, groups=1, in_offset=-q_in.zero_point,
          out_offset=q_out.zero_point, act_min=lo, act_max=hi)
+    b.scratch(conv, 100)
     b.op(Opcode.DEQUANTIZE, [yq_t], out, **_perm_params(NHWC_TO_NCHW))
     return Case(name, b.build(), [x.numpy()], [expected], 1, [q_out.scale])
+
+
+# --------------------------------------------------------------------------- whole networks
+
+
+@dataclass
+class QTensor:
+    """A tensor of a network under construction: its payload id, and the PyTorch chain's
+    int8 value (NCHW when rank 4), computed independently of the reference."""
+
+    tid: int
+    value: torch.Tensor
+    q: QParams
+
+
+class QGraph:
+    """Builds a payload and, alongside, the PyTorch reference of the same int8 network: each
+    op runs in float32 on the dequantized inputs and is quantized where the payload stores
+    its output.  Output qparams come from the observed float result (one-batch calibration).
+    Arena tensors are placed by the project's planner from their lifetimes."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.b = PayloadBuilder()
+        self.gen = torch.Generator().manual_seed(seed)
+        self.inputs: list[Array] = []
+        self.expected: list[Array] = []
+        self.output_lsb: list[float] = []
+        self.values: dict[int, QTensor] = {}  # tensor id -> the PyTorch chain's value
+
+    def _keep(self, t: QTensor) -> QTensor:
+        self.values[t.tid] = t
+        return t
+
+    def input_nchw(self, shape: tuple[int, int, int, int]) -> QTensor:
+        """A float32 NCHW delegate input, quantized to NHWC int8 by the payload."""
+        x = _rand(self.gen, *shape)
+        q = QParams.of(x)
+        xt = self.b.input(DType.FLOAT32, shape)
+        n, c, h, w = shape
+        tid = self.b.planned(DType.INT8, (n, h, w, c), q)
+        self.b.op(Opcode.QUANTIZE, [xt], tid, **_perm_params(NCHW_TO_NHWC))
+        self.inputs.append(x.numpy())
+        return self._keep(QTensor(tid, torch_quantize(x, q), q))
+
+    def _weights(self, shape: tuple[int, ...], fan_in: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return quantize_weights(_rand(self.gen, *shape, scale=math.sqrt(2.0 / fan_in)))
+
+    def conv(self, x: QTensor, cout: int, k: int, stride: int = 1, *, depthwise: bool = False,
+             act: str | None = "relu6") -> QTensor:
+        n, cin = x.value.shape[:2]
+        pad = k // 2
+        groups = cin if depthwise else 1
+        if depthwise:
+            cout = cin
+        wq, s_w = self._weights((cout, cin // groups, k, k), (cin // groups) * k * k)
+        s_in = x.q.scale
+        bq = torch.round(_rand(self.gen, cout, scale=0.1) / (s_in * s_w)).to(torch.int32)
+        y = F.conv2d(dequantize_t(x.value, x.q), wq.to(torch.float32) * s_w.reshape(-1, 1, 1, 1),
+                     bq.to(torch.float32) * (s_in * s_w), stride, pad, 1, groups)
+        y = _apply_act(y, act)
+        q = QParams.of(y)
+        lo, hi = act_range(q, act)
+        out = self.b.planned(DType.INT8, (n, y.shape[2], y.shape[3], cout), q)
+        filt = wq.numpy().transpose(1, 2, 3, 0) if depthwise else wq.numpy().transpose(0, 2, 3, 1)
+        mult, shift = _requant_consts([s_in * float(s) / q.scale for s in s_w])
+        ins = [x.tid, self.b.const(filt), self.b.const(bq.numpy()), self.b.const(mult),
+               self.b.const(shift)]
+        common = dict(stride_h=stride, stride_w=stride, pad_top=pad, pad_left=pad,
+                      pad_bottom=pad, pad_right=pad, dilation_h=1, dilation_w=1,
+                      in_offset=-x.q.zero_point, out_offset=q.zero_point, act_min=lo, act_max=hi)
+        if depthwise:
+            self.b.op(Opcode.DEPTHWISE_CONV2D, ins, out, ch_mult=1, **common)
+        else:
+            self.b.op(Opcode.CONV2D, ins, out, groups=1, **common)
+        return self._keep(QTensor(out, quantize_t(y, q, lo, hi), q))
+
+    def add(self, a: QTensor, b: QTensor, *, in_place: bool = True) -> QTensor:
+        y = dequantize_t(a.value, a.q) + dequantize_t(b.value, b.q)
+        q = QParams.of(y)
+        n, c, h, w = y.shape
+        out = self.b.planned(DType.INT8, (n, h, w, c), q, inplace_of=a.tid if in_place else None)
+        self.b.op(Opcode.ADD, [a.tid, b.tid], out, **binary_params(Opcode.ADD, a.q, b.q, q))
+        return self._keep(QTensor(out, quantize_t(y, q), q))
+
+    def mean_flatten(self, x: QTensor) -> QTensor:
+        n, c, h, w = x.value.shape
+        y = torch.mean(dequantize_t(x.value, x.q), dim=(2, 3))
+        q = QParams.of(y)
+        m = self.b.planned(DType.INT8, (n, 1, 1, c), q)
+        mult, shift = quantize_multiplier(x.q.scale / (q.scale * h * w))
+        self.b.op(Opcode.MEAN_HW, [x.tid], m, in_offset=-x.q.zero_point,
+                  out_offset=q.zero_point, mult=mult, shift=shift)
+        self._keep(QTensor(m, quantize_t(y.reshape(n, c, 1, 1), q), q))
+        flat = self.b.planned(DType.INT8, (n, c), q, inplace_of=m)
+        self.b.op(Opcode.RESHAPE, [m], flat)
+        return self._keep(QTensor(flat, quantize_t(y, q), q))
+
+    def fc(self, x: QTensor, n_out: int) -> QTensor:
+        n, k = x.value.shape
+        wq, s_w = self._weights((n_out, k), k)
+        bq = torch.round(_rand(self.gen, n_out, scale=0.1) / (x.q.scale * s_w)).to(torch.int32)
+        y = F.linear(dequantize_t(x.value, x.q), wq.to(torch.float32) * s_w[:, None],
+                     bq.to(torch.float32) * (x.q.scale * s_w))
+        q = QParams.of(y)
+        out = self.b.planned(DType.INT8, (n, n_out), q)
+        mult, shift = _requant_consts([x.q.scale * float(s) / q.scale for s in s_w])
+        self.b.op(Opcode.FULLY_CONNECTED, [x.tid, self.b.const(wq.numpy()), self.b.const(bq.numpy()),
+                                           self.b.const(mult), self.b.const(shift)], out,
+                  in_offset=-x.q.zero_point, out_offset=q.zero_point, act_min=-128, act_max=127)
+        return self._keep(QTensor(out, quantize_t(y, q), q))
+
+    def output_float(self, x: QTensor) -> None:
+        """DEQUANTIZE a rank-2 int8 tensor into a float32 delegate output."""
+        out = self.b.output(DType.FLOAT32, tuple(x.value.shape))
+        self.b.op(Opcode.DEQUANTIZE, [x.tid], out, perm0=0, perm1=1, perm2=2, perm3=3)
+        self.expected.append(torch_dequantize(x.value, x.q).numpy())
+        self.output_lsb.append(x.q.scale)
+
+    def case(self, name: str) -> Case:
+        return Case(name, self.b.build(), self.inputs, self.expected, 1, self.output_lsb)
+
+
+def _make_divisible(v: float, divisor: int = 8) -> int:
+    new_v = max(divisor, int(v + divisor / 2) // divisor * divisor)
+    return new_v + divisor if new_v < 0.9 * v else new_v
+
+
+def mobilenet_v2_graph(width: float = 0.35, resolution: int = 96, classes: int = 1000,
+                       seed: int = 0) -> QGraph:
+    """MobileNetV2 (torchvision's layer structure, batch norm folded, random weights) as one
+    int8 payload: QUANTIZE, 52 convolutions, 10 residual ADDs, mean, FC, DEQUANTIZE.
+
+    ``graph.values`` holds the PyTorch chain's value of every int8 tensor, so each op can
+    be checked on its own (1 LSB differences compound through a deep random network, so
+    the final outputs of the two chains are not within 1 LSB of each other).
+    """
+    g = QGraph(seed)
+    x = g.input_nchw((1, 3, resolution, resolution))
+    x = g.conv(x, _make_divisible(32 * width), 3, 2)
+    settings = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+                (6, 160, 3, 2), (6, 320, 1, 1)]
+    for t, c, n, s in settings:
+        cout = _make_divisible(c * width)
+        for i in range(n):
+            stride = s if i == 0 else 1
+            cin = x.value.shape[1]
+            h = g.conv(x, cin * t, 1) if t != 1 else x
+            h = g.conv(h, 0, 3, stride, depthwise=True)
+            h = g.conv(h, cout, 1, act=None)
+            x = g.add(x, h) if stride == 1 and cin == cout else h
+    x = g.conv(x, _make_divisible(1280 * max(1.0, width)), 1)
+    g.output_float(g.fc(g.mean_flatten(x), classes))
+    return g
+
+
+def mobilenet_v2_case(width: float = 0.35, resolution: int = 96, classes: int = 1000,
+                      seed: int = 0) -> Case:
+    return mobilenet_v2_graph(width, resolution, classes, seed).case(f"mobilenet_v2_{width}_{resolution}")
 
 
 # --------------------------------------------------------------------------- catalogue

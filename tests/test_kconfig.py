@@ -15,7 +15,11 @@ from executorch_espnn import kconfig
 from executorch_espnn.errors import KconfigError
 from tests.component_helpers import COMPONENT, KCONFIG, compile_c
 
-PSRAM_OPTIONS = ["ESPNN_ET_ARENA_IN_PSRAM", "ESPNN_ET_PLANNED_IN_PSRAM", "ESPNN_ET_WEIGHTS_TO_PSRAM"]
+PSRAM_OPTIONS = [
+    "ESPNN_ET_ARENA_IN_PSRAM",
+    "ESPNN_ET_PLANNED_IN_PSRAM",
+    "ESPNN_ET_WEIGHTS_TO_PSRAM",
+]
 
 
 def load(tmp_path: Path) -> kconfiglib.Kconfig:
@@ -103,10 +107,20 @@ def test_psram_choice_with_spiram_is_taken(tmp_path: Path, option: str) -> None:
 
 
 def test_later_files_override_earlier_ones_and_foreign_options_are_ignored(tmp_path: Path) -> None:
-    a = sdk(tmp_path, "sdkconfig.defaults", "CONFIG_ESPNN_ET_ARENA_IN_INTERNAL=y",
-            "CONFIG_ESPNN_ET_INTERNAL_RAM_CAP=1000", "CONFIG_FREERTOS_HZ=1000")
-    b = sdk(tmp_path, "sdkconfig.host", "CONFIG_ESPNN_ET_ARENA_IN_AUTO=y",
-            "# CONFIG_ESPNN_ET_SERIALIZE_EXECUTE is not set", "CONFIG_ESPNN_ET_LOG_LEVEL_DEBUG=y")
+    a = sdk(
+        tmp_path,
+        "sdkconfig.defaults",
+        "CONFIG_ESPNN_ET_ARENA_IN_INTERNAL=y",
+        "CONFIG_ESPNN_ET_INTERNAL_RAM_CAP=1000",
+        "CONFIG_FREERTOS_HZ=1000",
+    )
+    b = sdk(
+        tmp_path,
+        "sdkconfig.host",
+        "CONFIG_ESPNN_ET_ARENA_IN_AUTO=y",
+        "# CONFIG_ESPNN_ET_SERIALIZE_EXECUTE is not set",
+        "CONFIG_ESPNN_ET_LOG_LEVEL_DEBUG=y",
+    )
     values = kconfig.resolve(KCONFIG, [a, b])
     assert values["CONFIG_ESPNN_ET_ARENA_IN_AUTO"] is True
     assert values["CONFIG_ESPNN_ET_ARENA_IN_INTERNAL"] is False
@@ -119,43 +133,59 @@ def test_later_files_override_earlier_ones_and_foreign_options_are_ignored(tmp_p
 
 def test_overrides_come_last(tmp_path: Path) -> None:
     a = sdk(tmp_path, "sdkconfig.defaults", "CONFIG_ESPNN_ET_INTERNAL_RAM_CAP=1000")
-    values = kconfig.resolve(KCONFIG, [a], {"ESPNN_ET_INTERNAL_RAM_CAP": 2048,
-                                             "CONFIG_ESPNN_ET_PROVIDE_PAL": False})
+    values = kconfig.resolve(
+        KCONFIG, [a], {"ESPNN_ET_INTERNAL_RAM_CAP": 2048, "CONFIG_ESPNN_ET_PROVIDE_PAL": False}
+    )
     assert values["CONFIG_ESPNN_ET_INTERNAL_RAM_CAP"] == 2048
     assert values["CONFIG_ESPNN_ET_PROVIDE_PAL"] is False
 
 
 def test_unknown_option_is_named_with_a_suggestion(tmp_path: Path) -> None:
     f = sdk(tmp_path, "sdkconfig.defaults", "CONFIG_ESPNN_ET_ARENA_IN_PSRM=y")
-    with pytest.raises(KconfigError, match=re.escape(
+    with pytest.raises(
+        KconfigError,
+        match=re.escape(
             f"{f}:1: unknown option CONFIG_ESPNN_ET_ARENA_IN_PSRM; did you mean "
-            "CONFIG_ESPNN_ET_ARENA_IN_PSRAM?")):
+            "CONFIG_ESPNN_ET_ARENA_IN_PSRAM?"
+        ),
+    ):
         kconfig.resolve(KCONFIG, [f])
 
 
 def test_cap_out_of_range_or_not_a_number(tmp_path: Path) -> None:
     f = sdk(tmp_path, "sdkconfig.defaults", "CONFIG_ESPNN_ET_INTERNAL_RAM_CAP=99999999")
-    with pytest.raises(KconfigError, match=re.escape(
+    with pytest.raises(
+        KconfigError,
+        match=re.escape(
             f"{f}:1: CONFIG_ESPNN_ET_INTERNAL_RAM_CAP=99999999 cannot be used: it is outside the "
-            "allowed range 0..16777216")):
+            "allowed range 0..16777216"
+        ),
+    ):
         kconfig.resolve(KCONFIG, [f])
     g = sdk(tmp_path, "sdkconfig.other", "CONFIG_ESPNN_ET_INTERNAL_RAM_CAP=lots")
-    with pytest.raises(KconfigError, match=r"sdkconfig.other:1: the value 'lots' is invalid for "
-                                           r"ESPNN_ET_INTERNAL_RAM_CAP .*which has type int"):
+    with pytest.raises(
+        KconfigError,
+        match=r"sdkconfig.other:1: the value 'lots' is invalid for "
+        r"ESPNN_ET_INTERNAL_RAM_CAP .*which has type int",
+    ):
         kconfig.resolve(KCONFIG, [g])
 
 
 def test_bad_bool_value_and_missing_file_and_unknown_override(tmp_path: Path) -> None:
     f = sdk(tmp_path, "sdkconfig.defaults", "CONFIG_ESPNN_ET_PROVIDE_PAL=on")
-    with pytest.raises(KconfigError, match=r"sdkconfig.defaults:1: 'on' is not a valid value for "
-                                           r"the bool symbol ESPNN_ET_PROVIDE_PAL"):
+    with pytest.raises(
+        KconfigError,
+        match=r"sdkconfig.defaults:1: 'on' is not a valid value for "
+        r"the bool symbol ESPNN_ET_PROVIDE_PAL",
+    ):
         kconfig.resolve(KCONFIG, [f])
     with pytest.raises(KconfigError, match=r"sdkconfig file .*nope does not exist"):
         kconfig.resolve(KCONFIG, [tmp_path / "nope"])
     with pytest.raises(KconfigError, match="overrides: unknown option CONFIG_ESPNN_ET_NOPE"):
         kconfig.resolve(KCONFIG, [], {"ESPNN_ET_NOPE": True})
-    with pytest.raises(KconfigError, match="overrides name options the Kconfig does not define: "
-                                           "FREERTOS_HZ"):
+    with pytest.raises(
+        KconfigError, match="overrides name options the Kconfig does not define: FREERTOS_HZ"
+    ):
         kconfig.resolve(KCONFIG, [], {"CONFIG_FREERTOS_HZ": 1000})
     with pytest.raises(KconfigError, match="does not exist; pass espnn_component/Kconfig"):
         kconfig.resolve(tmp_path / "Kconfig", [])
@@ -163,8 +193,9 @@ def test_bad_bool_value_and_missing_file_and_unknown_override(tmp_path: Path) ->
 
 def test_broken_kconfig_is_reported(tmp_path: Path) -> None:
     bad = tmp_path / "Kconfig"
-    bad.write_text('menu "x"\n    config ESPNN_ET_A\n        bool "a"\n        depends on NOPE\n'
-                   "endmenu\n")
+    bad.write_text(
+        'menu "x"\n    config ESPNN_ET_A\n        bool "a"\n        depends on NOPE\nendmenu\n'
+    )
     with pytest.raises(KconfigError, match="refers to symbols nothing defines: NOPE"):
         kconfig.resolve(bad, [])
 
@@ -187,15 +218,25 @@ def config_macros(tmp_path: Path, header_dir: Path | None) -> list[int]:
     src.write_text(PRINT_CFG)
     includes = [COMPONENT / "include", *([header_dir] if header_dir else [])]
     exe = compile_c(tmp_path / "print_cfg", [src], includes)
-    return [int(x) for x in subprocess.run([str(exe)], capture_output=True, text=True,
-                                           check=True).stdout.split()]
+    return [
+        int(x)
+        for x in subprocess.run(
+            [str(exe)], capture_output=True, text=True, check=True
+        ).stdout.split()
+    ]
 
 
 def test_header_drives_the_c_configuration(tmp_path: Path) -> None:
-    f = sdk(tmp_path, "sdkconfig.defaults", "CONFIG_ESPNN_ET_ARENA_IN_INTERNAL=y",
-            "CONFIG_ESPNN_ET_WEIGHTS_TO_INTERNAL=y", "CONFIG_ESPNN_ET_INTERNAL_RAM_CAP=123456",
-            "# CONFIG_ESPNN_ET_PROVIDE_PAL is not set", "CONFIG_ESPNN_ET_LOG_LEVEL_ERROR=y",
-            "CONFIG_ESPNN_ET_SERIALIZE_EXECUTE=n")
+    f = sdk(
+        tmp_path,
+        "sdkconfig.defaults",
+        "CONFIG_ESPNN_ET_ARENA_IN_INTERNAL=y",
+        "CONFIG_ESPNN_ET_WEIGHTS_TO_INTERNAL=y",
+        "CONFIG_ESPNN_ET_INTERNAL_RAM_CAP=123456",
+        "# CONFIG_ESPNN_ET_PROVIDE_PAL is not set",
+        "CONFIG_ESPNN_ET_LOG_LEVEL_ERROR=y",
+        "CONFIG_ESPNN_ET_SERIALIZE_EXECUTE=n",
+    )
     values = kconfig.resolve(KCONFIG, [f])
     header = kconfig.render_header(values, tmp_path / "gen" / "espnn_sdkconfig.h", sources=[f])
     text = header.read_text()
@@ -208,7 +249,9 @@ def test_header_drives_the_c_configuration(tmp_path: Path) -> None:
 def test_c_fallback_equals_the_kconfig_defaults(tmp_path: Path) -> None:
     # No header at all (a plain CMake build): espnn_config.h must repeat the Kconfig defaults.
     fallback = config_macros(tmp_path, None)
-    header = kconfig.render_header(kconfig.resolve(KCONFIG, []), tmp_path / "gen" / "espnn_sdkconfig.h")
+    header = kconfig.render_header(
+        kconfig.resolve(KCONFIG, []), tmp_path / "gen" / "espnn_sdkconfig.h"
+    )
     from_kconfig = config_macros(tmp_path, header.parent)
     assert fallback[0] == 0 and from_kconfig[0] == 1
     assert fallback[1:] == from_kconfig[1:]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import struct
+import time
 
 import numpy as np
 import pytest
@@ -19,7 +20,7 @@ import torch
 from executorch_espnn.errors import DelegateInputError
 from executorch_espnn.payload import DType, Opcode, PayloadError, decode
 from executorch_espnn.quant_math import quantize_multiplier, rdbp, requant, softmax_params, srdhm
-from executorch_espnn.reference import KERNELS, run_delegate
+from executorch_espnn.reference import KERNELS, Executor, run_delegate
 from executorch_espnn.reference.memory import POISON
 from executorch_espnn.reference.softmax import SOFTMAX_MAX_ROW
 from tests.payload_factory import (
@@ -31,6 +32,7 @@ from tests.payload_factory import (
     binary_params,
     case_by_name,
     lut_table,
+    mobilenet_v2_graph,
     softmax_case,
 )
 
@@ -111,7 +113,7 @@ def test_input_shape_mismatch_is_a_value_error() -> None:
 def test_input_not_an_array() -> None:
     case = case_by_name("lut_tanh")
     with pytest.raises(DelegateInputError, match="input 0: expected a numpy array of int8"):
-        run_delegate(case.payload, [case.inputs[0].tolist()])  # type: ignore[list-item]
+        run_delegate(case.payload, [case.inputs[0].tolist()])
 
 
 def test_float_input_dtype_checked() -> None:
@@ -215,11 +217,10 @@ def test_scratch_is_poisoned() -> None:
     b.op(Opcode.RESHAPE, [x], a)
     # a later tensor placed where the next op's scratch lives: a bad plan
     c = b.arena(DType.INT8, (16,), q)
-    scratch = (b.tensors[c].offset, 16)
     b2 = b.arena(DType.INT8, (16,), q)
     out = b.output(DType.INT8, (16,), q)
     b.op(Opcode.RESHAPE, [a], c)
-    b.op(Opcode.RESHAPE, [a], b2, scratch=scratch)
+    b.scratch(b.op(Opcode.RESHAPE, [a], b2), 16, offset=b.tensors[c].offset)
     b.op(Opcode.RESHAPE, [c], out)
     got = run_delegate(b.build(), [np.arange(16, dtype=np.int8)])[0]
     np.testing.assert_array_equal(got.view(np.uint8), np.full(16, POISON, dtype=np.uint8))
@@ -533,3 +534,78 @@ def test_struct_sanity_of_builder_payload() -> None:
     data = case_by_name("conv_1x1").payload
     assert data[:4] == b"ESNN"
     assert struct.unpack_from("<I", data, 12)[0] == len(data)
+
+
+# --------------------------------------------------------------------------- a whole network
+
+
+def _chain_value_in_payload_layout(t: torch.Tensor, shape: tuple[int, ...]) -> np.ndarray:
+    v = t.permute(0, 2, 3, 1) if t.dim() == 4 else t
+    return v.contiguous().numpy().reshape(shape)
+
+
+def test_mobilenet_v2_every_op_against_torch() -> None:
+    """MobileNetV2-0.35 at 96x96 as one payload (planned arena, in-place residual ADDs): each
+    op, fed the PyTorch chain's int8 inputs in the simulated memory, is within 1 LSB of the
+    chain's output; the whole run takes well under the few seconds allowed."""
+    g = mobilenet_v2_graph()
+    case = g.case("mobilenet_v2")
+    ex = Executor(case.payload, case.inputs)
+    ops = ex.payload.ops
+    assert len(ops) == 67 and sum(op.opcode == Opcode.ADD for op in ops) == 10
+    checked = 0
+    for i, op in enumerate(ops):
+        for t in op.inputs:
+            if t is not None and t in g.values:
+                view = ex.tensor(t)
+                view[...] = _chain_value_in_payload_layout(g.values[t].value, view.shape)
+        ex.run_op(i)
+        if op.output in g.values:
+            got = ex.tensor(op.output).astype(np.int64)
+            want = _chain_value_in_payload_layout(g.values[op.output].value, got.shape)
+            diff = np.abs(got - want)
+            assert diff.max() <= 1, f"op {i} {op.opcode.name}: {int(diff.max())} LSB"
+            checked += 1
+    assert checked == len(ops) - 1  # every op but the final DEQUANTIZE (a float output)
+
+    start = time.perf_counter()
+    out = run_delegate(case.payload, case.inputs)
+    elapsed = time.perf_counter() - start
+    assert out[0].shape == (1, 1000) and out[0].dtype == np.float32
+    assert elapsed < 5.0, f"MobileNetV2-0.35 took {elapsed:.2f} s"
+
+
+# --------------------------------------------------------------------------- small ranks
+
+
+def test_rank0_quantize_lut_concat() -> None:
+    q = QParams(0.5, 1)
+    q_out = QParams(1 / 128, 0)
+    table = lut_table(torch.tanh, q, q_out)
+    b = PayloadBuilder()
+    x = b.input(DType.FLOAT32, ())
+    xq = b.arena(DType.INT8, (), q)
+    act = b.arena(DType.INT8, (), q_out, offset=b.tensors[xq].offset)
+    out = b.output(DType.INT8, (), q_out)
+    b.op(Opcode.QUANTIZE, [x], xq, perm0=0, perm1=1, perm2=2, perm3=3)
+    b.op(Opcode.LUT, [xq, b.const(table)], act)
+    b.op(Opcode.CONCAT, [act], out, axis=0)
+    got = run_delegate(b.build(), [np.array(1.3, dtype=np.float32)])[0]
+    assert got.shape == () and int(got) == int(table[round(1.3 / 0.5) + 1 + 128])
+
+
+def test_rank1_fully_connected() -> None:
+    rng = np.random.default_rng(5)
+    w = rng.integers(-127, 128, (3, 8)).astype(np.int8)
+    x = rng.integers(-128, 128, 8).astype(np.int8)
+    b = PayloadBuilder()
+    t = b.input(DType.INT8, (8,), QParams(0.1, 4))
+    o = b.output(DType.INT8, (3,), QParams(0.2, -2))
+    mult, shift = quantize_multiplier(0.001)
+    b.op(Opcode.FULLY_CONNECTED,
+         [t, b.const(w), None, b.const(np.full(3, mult, np.int32)), b.const(np.full(3, shift, np.int32))],
+         o, in_offset=-4, out_offset=-2, act_min=-128, act_max=127)
+    got = run_delegate(b.build(), [x])[0]
+    acc = (x.astype(np.int64) - 4) @ w.astype(np.int64).T
+    want = [_rdbp_spec(_srdhm_spec(int(a), mult), -shift) - 2 for a in acc]
+    assert got.tolist() == np.clip(want, -128, 127).tolist()

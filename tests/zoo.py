@@ -12,6 +12,7 @@ ranges of a trained network rather than exploding or vanishing through random la
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -159,7 +160,7 @@ class DenseAutoencoder(nn.Module):
         super().__init__()
         dims = [inputs, hidden, hidden, hidden, hidden, code, hidden, hidden, hidden, hidden]
         layers: list[nn.Module] = []
-        for a, b in zip(dims[:-1], dims[1:], strict=True):
+        for a, b in itertools.pairwise(dims):
             layers += [nn.Linear(a, b), nn.BatchNorm1d(b), nn.ReLU()]
         layers.append(nn.Linear(hidden, inputs))
         self.net = nn.Sequential(*layers)

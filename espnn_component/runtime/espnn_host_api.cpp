@@ -122,7 +122,8 @@ extern "C" int executorch_espnn_measure_pte(const void *pte, size_t size, const 
         const size_t bytes = static_cast<size_t>(meta->memory_planned_buffer_size(i).get());
         buffers[i].assign(bytes == 0 ? 1 : bytes, 0);
         spans[i] = et::Span<uint8_t>(buffers[i].data(), bytes);
-        out->planned_bytes += align_up(bytes, kBaseAlign);
+        /* as EspnnModel carves its pool: each buffer 16-aligned, no padding after the last */
+        out->planned_bytes = align_up(out->planned_bytes, kBaseAlign) + bytes;
     }
     out->n_planned_buffers = static_cast<uint32_t>(n_planned);
 

@@ -17,7 +17,7 @@ extern "C" {
 /* What EspnnModel needs to run one method of a program, measured by loading it and running
  * it once on zero inputs in this process (the kernels the program uses must be registered). */
 typedef struct executorch_espnn_pte_sizes {
-    uint64_t planned_bytes;          /* sum of the planned buffers, each rounded up to 16 */
+    uint64_t planned_bytes;          /* the planned buffers back to back, each starting 16-aligned */
     uint64_t method_allocator_bytes; /* what Method::load took from the method allocator */
     uint64_t temp_allocator_bytes;   /* peak temp allocation of one execute() */
     uint64_t delegate_handle_bytes;  /* the rest: what the EspNN delegates took from the policy */

@@ -357,7 +357,8 @@ bool EspnnModel::load(char *msg, size_t msg_size) {
             snprintf(msg, msg_size, "cannot read the size of planned buffer %lu", static_cast<unsigned long>(i));
             return false;
         }
-        planned_need += align_up(static_cast<size_t>(size.get()), kPoolAlign);
+        /* each buffer starts 16-aligned; the last one needs no padding after it */
+        planned_need = align_up(planned_need, kPoolAlign) + static_cast<size_t>(size.get());
     }
     if (planned_need > d.planned_bytes) {
         snprintf(msg, msg_size,

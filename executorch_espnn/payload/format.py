@@ -209,6 +209,7 @@ MULT_MAX = 0x7FFF_FFFF
 SOFTMAX_OUT_SCALE = 1.0 / 256.0
 SOFTMAX_OUT_ZERO_POINT = -128
 SOFTMAX_SHIFT_MAX = 30
+SOFTMAX_MAX_ROW = 4095  # keeps the int32 sum of Q12.19 exponentials from overflowing
 
 # Guards against int32 accumulator overflow in the kernels: |x + in_offset| <= 256 and
 # |w| <= 127, so a reduction of up to MAX_REDUCTION terms plus a bias of at most

@@ -29,6 +29,7 @@ from .format import (
     SHIFT_MAX,
     SHIFT_MIN,
     SOFTMAX_OUT_SCALE,
+    SOFTMAX_MAX_ROW,
     SOFTMAX_OUT_ZERO_POINT,
     SOFTMAX_SHIFT_MAX,
     DType,
@@ -295,6 +296,8 @@ def _check_softmax(c: _OpCheck) -> None:
     c.dtype(o, DType.INT8, "output")
     if x.rank < 1 or x.dims != o.dims:
         raise c.err("output", f"shape {o.dims} must equal input {x.dims}")
+    if x.dims[-1] > SOFTMAX_MAX_ROW:
+        raise c.err("input", f"softmax row of {x.dims[-1]} exceeds {SOFTMAX_MAX_ROW} (int32 sum of exponentials)")
     c.param("mult", 0, MULT_MAX)
     shift = c.param("shift", 0, SOFTMAX_SHIFT_MAX)
     diff_min = c.param("diff_min", -(2**31), 0)
@@ -368,6 +371,8 @@ def _check_slice(c: _OpCheck) -> None:
 def _check_concat(c: _OpCheck) -> None:
     o = c.out()
     axis = c.param("axis", 0, max(o.rank - 1, 0))
+    if o.rank == 0 and len(c.op.inputs) != 1:
+        raise c.err("n_inputs", "a rank-0 CONCAT takes exactly one input")
     total = 0
     for s, tid in enumerate(c.op.inputs):
         assert tid is not None

@@ -28,7 +28,45 @@ from . import (  # noqa: F401 - importing the op families registers their kernel
 from .memory import DeviceMemory
 from .registry import KERNELS, OpContext
 
-__all__ = ["KERNELS", "run_delegate"]
+__all__ = ["KERNELS", "Executor", "run_delegate"]
+
+
+class Executor:
+    """One execution of a payload, op by op, over simulated device memory.
+
+    ``run_delegate`` is ``Executor(payload, inputs).run()``.  Stepping with ``run_op`` and
+    reading ``tensor(tid)`` (a live view: arena bytes as they are now) lets tests and the
+    engine's golden tests look at intermediate tensors.
+    """
+
+    def __init__(self, payload: bytes, inputs: Sequence[npt.NDArray[np.generic]]) -> None:
+        self.payload = decode(payload)
+        self.memory = DeviceMemory(self.payload, list(inputs))
+        self.next_op = 0
+
+    def tensor(self, tid: int) -> npt.NDArray[np.generic]:
+        return self.memory.views[tid]
+
+    def run_op(self, index: int) -> None:
+        p, mem = self.payload, self.memory
+        op = p.ops[index]
+        if op.scratch_size:
+            mem.poison(op.scratch_offset, op.scratch_size)
+        ctx = OpContext(
+            index=index,
+            op=op,
+            inputs=tuple(None if t is None else mem.views[t] for t in op.inputs),
+            input_recs=tuple(None if t is None else p.tensors[t] for t in op.inputs),
+            output=mem.views[op.output],
+            output_rec=p.tensors[op.output],
+        )
+        KERNELS.get(op.opcode)(ctx)
+
+    def run(self) -> list[npt.NDArray[np.generic]]:
+        while self.next_op < len(self.payload.ops):
+            self.run_op(self.next_op)
+            self.next_op += 1
+        return self.memory.outputs
 
 
 def run_delegate(payload: bytes, inputs: Sequence[npt.NDArray[np.generic]]) -> list[npt.NDArray[np.generic]]:
@@ -37,18 +75,4 @@ def run_delegate(payload: bytes, inputs: Sequence[npt.NDArray[np.generic]]) -> l
     Raises ``PayloadError`` for a payload the device would reject and ``DelegateInputError``
     (a ``ValueError``) naming the input whose dtype or shape does not match.
     """
-    p = decode(payload)
-    mem = DeviceMemory(p, list(inputs))
-    for i, op in enumerate(p.ops):
-        if op.scratch_size:
-            mem.poison(op.scratch_offset, op.scratch_size)
-        ctx = OpContext(
-            index=i,
-            op=op,
-            inputs=tuple(None if t is None else mem.views[t] for t in op.inputs),
-            input_recs=tuple(None if t is None else p.tensors[t] for t in op.inputs),
-            output=mem.views[op.output],
-            output_rec=p.tensors[op.output],
-        )
-        KERNELS.get(op.opcode)(ctx)
-    return mem.outputs
+    return Executor(payload, inputs).run()

@@ -39,7 +39,8 @@ def _check_input(k: int, t: TensorRec, arr: object) -> npt.NDArray[np.generic]:
             f"got {arr.dtype.name} with shape {arr.shape}; "
             "pass the array in the delegate's dtype and logical (contiguous) dims"
         )
-    view = np.ascontiguousarray(arr).view()
+    # (np.ascontiguousarray would turn a rank-0 array into shape (1,))
+    view = (arr if arr.flags.c_contiguous else arr.copy(order="C")).view()
     view.flags.writeable = False
     return view
 

@@ -103,6 +103,7 @@
 #define ESPNN_SHIFT_MAX 0
 #define ESPNN_ADD_LEFT_SHIFT_MAX 20
 #define ESPNN_SOFTMAX_SHIFT_MAX 30
+#define ESPNN_SOFTMAX_MAX_ROW 4095
 #define ESPNN_SOFTMAX_OUT_ZERO_POINT (-128)
 
 /* accumulator-overflow guards (see the format doc, "Bounds that keep int32 exact") */

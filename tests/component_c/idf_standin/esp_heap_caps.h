@@ -7,6 +7,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define MALLOC_CAP_8BIT (1u << 2)
 #define MALLOC_CAP_SPIRAM (1u << 10)
 #define MALLOC_CAP_INTERNAL (1u << 11)
@@ -15,5 +19,9 @@ void *heap_caps_aligned_alloc(size_t alignment, size_t size, uint32_t caps);
 void heap_caps_free(void *ptr);
 size_t heap_caps_get_free_size(uint32_t caps);
 size_t heap_caps_get_largest_free_block(uint32_t caps);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

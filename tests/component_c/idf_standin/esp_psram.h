@@ -5,7 +5,15 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 bool esp_psram_is_initialized(void);
 size_t esp_psram_get_size(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
