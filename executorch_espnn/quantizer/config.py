@@ -8,15 +8,17 @@ no filter offset for conv), and int32 biases expressed in the accumulator's scal
 *how* the ranges are observed, never the numeric scheme: anything else would produce
 a graph the delegate cannot execute.
 
-Observer choice (documented decision):
-  * Activations use ``HistogramObserver`` by default.  It searches the clipping range
-    that minimises the L2 quantisation error, so a handful of outliers in calibration
-    data does not stretch the 256 levels across an almost-empty range.  On a small
-    conv net calibrated with 8 batches it gives a few dB better SQNR than min/max
-    (see tests/test_quantizer.py::test_histogram_observer_not_worse_than_minmax).
-    ``observer="minmax"`` selects ``MinMaxObserver``: it never clips, is cheaper
-    for large tensors and is what TFLite's converter uses; prefer it when the
-    calibration set is tiny or when saturation must never happen.
+Observer choice (a measured decision):
+  * Activations use ``MinMaxObserver`` by default, ``HistogramObserver`` with
+    ``observer="histogram"``.  Measured on a 6-layer conv net (32x32 input), a single
+    conv and a keyword-spotting style MLP, with 1/4/16 calibration batches and 4-12
+    seeds each, the median output SQNR of the two differs by at most 0.3 dB; per tensor
+    (100k samples, Gaussian/Laplace/heavy-tailed) the histogram's L2 range search gains
+    0.4-0.9 dB.  What dominates with MCU-sized calibration sets is range
+    underestimation from too few samples (single conv: median 23 dB with 1 batch,
+    40 dB with 16), which no observer fixes.  Min/max is ~2x cheaper to calibrate,
+    never clips a value it has seen, and matches what TFLite's converter does (the
+    baseline ESP-NN users compare against), so it is the default.
   * Weights always use ``PerChannelMinMaxObserver``: weights are known exactly, so
     the full range of every channel is representable with no clipping.
 """
@@ -60,7 +62,7 @@ _ACT_OBSERVERS: dict[str, Callable[..., Any]] = {
 }
 
 
-def activation_qspec(observer: ObserverKind = "histogram") -> QuantizationSpec:
+def activation_qspec(observer: ObserverKind = "minmax") -> QuantizationSpec:
     """int8 per-tensor affine activations over the full [-128, 127] range."""
     try:
         ctr = _ACT_OBSERVERS[observer]
@@ -156,5 +158,5 @@ class EspNNQuantizationConfig:
         _check(w.ch_axis == 0, f"weight channel axis {w.ch_axis}")
 
     @classmethod
-    def default(cls, observer: ObserverKind = "histogram") -> EspNNQuantizationConfig:
+    def default(cls, observer: ObserverKind = "minmax") -> EspNNQuantizationConfig:
         return cls(activation=activation_qspec(observer), weight=weight_qspec())

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import torch
 from torch.fx import Node
 from torchao.quantization.pt2e.quantizer import (
     QuantizationAnnotation,
@@ -27,14 +28,27 @@ def output_is_quantized(node: Node) -> bool:
     return isinstance(ann, QuantizationAnnotation) and ann.output_qspec is not None
 
 
+def is_float_tensor(node: Node) -> bool:
+    """Whether ``node`` produces a floating-point tensor (True when export recorded no value)."""
+    val = node.meta.get("val")
+    if isinstance(val, torch.Tensor):
+        return val.dtype.is_floating_point
+    return val is None
+
+
 def annotate(
     node: Node,
     inputs: Mapping[Node, QuantizationSpecBase | None] | None = None,
     output: QuantizationSpecBase | None = None,
 ) -> None:
-    """Mark ``node`` as handled: its input edges and output get the given specs."""
+    """Mark ``node`` as handled: its input edges and output get the given specs.
+
+    Inputs that are not float tensors (indices, masks) are never observed.
+    """
     node.meta[Q_ANNOTATION_KEY] = QuantizationAnnotation(
-        input_qspec_map={k: v for k, v in (inputs or {}).items() if v is not None},
+        input_qspec_map={
+            k: v for k, v in (inputs or {}).items() if v is not None and is_float_tensor(k)
+        },
         output_qspec=output,
         _annotated=True,
     )

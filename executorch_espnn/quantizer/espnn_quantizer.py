@@ -4,25 +4,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import torch
 from torch import nn
 from torch.fx import GraphModule, Node
 from torchao.quantization.pt2e.quantizer import Quantizer
 
 from .annotators import BY_TARGET
 from .config import EspNNQuantizationConfig
-from .context import AnnotationContext, is_annotated
+from .context import AnnotationContext, is_annotated, is_float_tensor
 from .scope import ConfigScope
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
-
-
-def _float_output(node: Node) -> bool:
-    val = node.meta.get("val")
-    if isinstance(val, torch.Tensor):
-        return val.dtype.is_floating_point
-    return val is None  # no metadata: let the annotator decide
 
 
 class EspNNQuantizer(Quantizer):  # type: ignore[misc]  # torchao is untyped
@@ -73,7 +65,7 @@ class EspNNQuantizer(Quantizer):  # type: ignore[misc]  # torchao is untyped
         ctx = AnnotationContext(self.scope)
         for node in _call_functions(model):
             annotator = BY_TARGET.get(node.target)  # type: ignore[call-overload]
-            if annotator is None or is_annotated(node) or not _float_output(node):
+            if annotator is None or is_annotated(node) or not is_float_tensor(node):
                 continue
             cfg = ctx.config(node)
             if cfg is not None:

@@ -136,10 +136,19 @@ def quantize(
     model is calibrated on seeded random data drawn like the example inputs and the
     result says ``calibrated=False``.
     """
+    if isinstance(example_inputs, torch.Tensor):
+        example_inputs = (example_inputs,)
+    elif isinstance(example_inputs, list):
+        example_inputs = tuple(example_inputs)
     if not isinstance(example_inputs, tuple):
-        raise CalibrationError(
+        raise ExportError(
             f"example_inputs must be a tuple of model inputs, got {type(example_inputs).__name__}; "
             "wrap a single tensor as (x,)"
+        )
+    if isinstance(calibration, torch.Tensor):
+        raise CalibrationError(
+            "calibration must be an iterable of input tuples (one per batch), got a single "
+            f"tensor of shape {tuple(calibration.shape)}; pass e.g. [(x,) for x in batches]"
         )
     exported = export_model(model, example_inputs)
     prepared = prepare_pt2e(exported.module(), quantizer or EspNNQuantizer())
@@ -164,4 +173,23 @@ def quantize(
             "calibrate on random data (accuracy then is not representative)"
         )
     converted = convert_pt2e(prepared)
+    drop_unused_attributes(converted)
     return QuantizeResult(converted, calibrated, count, exported)
+
+
+def drop_unused_attributes(gm: GraphModule) -> None:
+    """Delete the float parameters/buffers convert_pt2e replaced by folded int constants.
+
+    convert_pt2e leaves them attached to the module although no node reads them any more;
+    a later torch.export would lift them as unused inputs and carry the float weights along.
+    """
+    used = {str(n.target) for n in gm.graph.nodes if n.op == "get_attr"}
+    names = [name for name, _ in gm.named_parameters()] + [name for name, _ in gm.named_buffers()]
+    for name in names:
+        if name in used:
+            continue
+        owner_path, _, attr = name.rpartition(".")
+        owner = gm.get_submodule(owner_path) if owner_path else gm
+        delattr(owner, attr)
+    gm.delete_all_unused_submodules()
+    gm.recompile()

@@ -13,8 +13,9 @@ def fusable_activation(node: Node, cfg: EspNNQuantizationConfig, ctx: Annotation
     """The activation to fuse into ``node``'s output, or None.
 
     Fusion needs the activation to be the sole consumer (otherwise the unclamped value
-    is needed elsewhere) and to be quantized with the same config as ``node`` (so a
-    module left float, or configured differently, never has an activation pulled out of it).
+    is needed elsewhere) and the activation's own region to be quantized (a module left
+    float never has an activation pulled out of it).  The fused output is observed with
+    ``node``'s config: it is the output the fused op writes on the device.
     """
     if len(node.users) != 1:
         return None
@@ -25,7 +26,7 @@ def fusable_activation(node: Node, cfg: EspNNQuantizationConfig, ctx: Annotation
         or not user.args
         or user.args[0] is not node
         or is_annotated(user)
-        or ctx.config(user) != cfg
+        or ctx.config(user) is None
     ):
         return None
     return user

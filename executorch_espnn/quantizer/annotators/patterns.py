@@ -19,6 +19,10 @@ CLAMP_TARGETS: frozenset[OpOverload] = frozenset({
     aten.hardtanh_.default,
     aten.clamp.default,
     aten.clamp_.default,
+    aten.clamp_min.default,
+    aten.clamp_min_.default,
+    aten.clamp_max.default,
+    aten.clamp_max_.default,
 })
 
 _CLAMP_ARGS: dict[OpOverload, tuple[tuple[str, int, float | None], tuple[str, int, float | None]]] = {
@@ -26,11 +30,18 @@ _CLAMP_ARGS: dict[OpOverload, tuple[tuple[str, int, float | None], tuple[str, in
     aten.hardtanh_.default: (("min_val", 1, -1.0), ("max_val", 2, 1.0)),
     aten.clamp.default: (("min", 1, None), ("max", 2, None)),
     aten.clamp_.default: (("min", 1, None), ("max", 2, None)),
+    aten.clamp_min.default: (("min", 1, None), ("", -1, None)),
+    aten.clamp_min_.default: (("min", 1, None), ("", -1, None)),
+    aten.clamp_max.default: (("", -1, None), ("max", 1, None)),
+    aten.clamp_max_.default: (("", -1, None), ("max", 1, None)),
 }
 
 
 def arg(node: Node, index: int, name: str, default: Any = None) -> Any:
-    """An argument of ``node`` whether it was passed positionally or by keyword."""
+    """An argument of ``node`` whether it was passed positionally or by keyword
+    (``index`` -1: the op has no such argument, return ``default``)."""
+    if index < 0:
+        return default
     if len(node.args) > index:
         return node.args[index]
     return node.kwargs.get(name, default)
