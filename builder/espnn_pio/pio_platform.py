@@ -115,7 +115,8 @@ class ExecutorchespnnPlatform(_Base):  # type: ignore[misc,valid-type]
         return _install_command(self._manifest)
 
     def base_requirement(self) -> str:
-        return "%s/%s@%s" % _base_spec(self._manifest)
+        owner, name, version = _base_spec(self._manifest)
+        return f"{owner}/{name}@{version}"
 
     # -- boards ---------------------------------------------------------------------------
 
