@@ -292,7 +292,7 @@ def test_target_selects_the_esp_nn_scratch_sizes() -> None:
     ex = (torch.randn(1, 3, 10, 10),)
     q = quantize_module(Net(), ex)
     sizes = {}
-    for target in ("esp32s3", "esp32", "generic"):
+    for target in ("esp32s3", "esp32p4", "esp32", "generic"):
         p = lower(Net(), ex, converted=q, target=target).decoded()
         assert p.target == Target.parse(target)
         convs = [o for o in p.ops if o.opcode == Opcode.CONV2D]
@@ -305,6 +305,9 @@ def test_target_selects_the_esp_nn_scratch_sizes() -> None:
     # depthwise 3x3, 16 channels, pad 1: filter 144 + (12*12*16 = 2304) + 16
     # softmax over 10 classes: 4 bytes each
     assert sizes["esp32s3"] == (416, 320, 2464, 40)
+    # P4: 3x3 padded with a window of 27 >= 16: out_ch*4 + window + 32 = 91;
+    # 1x1 with in_ch 8 < 16: out_ch*4 + 16*out_ch + 32 + 32 = 384; depthwise 0
+    assert sizes["esp32p4"] == (91, 384, 0, 40)
     assert sizes["esp32"] == (0, 0, 0, 40)
     assert sizes["generic"] == (0, 0, 0, 0)
 
