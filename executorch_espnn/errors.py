@@ -43,9 +43,9 @@ class HostRuntimeError(EspNNError):
     """Loading or running a program on the host runtime failed."""
 
 
-class QuantizerConfigError(EspNNError):
-    """A quantization config asks for a scheme ESP-NN cannot execute."""
-
-
 class DelegateInputError(EspNNError, ValueError):
     """Arrays passed to a delegate (reference or host run) do not match its inputs."""
+
+
+class QuantizerConfigError(EspNNError):
+    """A quantization config asks for a scheme ESP-NN cannot execute."""

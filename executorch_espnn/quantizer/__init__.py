@@ -33,7 +33,8 @@ clamp-like (fused after conv2d/linear/add when it is the op's only user, else st
   ``aten.relu(_)``, ``aten.relu6``, ``aten.hardtanh(_)(x, min_val, max_val)``,
   ``aten.clamp(_)(x, min, max)`` (either bound may be None), ``aten.clamp_min(_)``,
   ``aten.clamp_max(_)``; export writes bounds positionally, but read them with
-  ``annotators.patterns.clamp_bounds(node)`` which also accepts keywords.  A later
+  ``executorch_espnn.quantizer.clamp_bounds(node)``, which also accepts keywords and
+  edge-dialect nodes.  A later
   ``torch.export`` of the converted module rewrites relu6 as ``hardtanh(x, 0.0, 6.0)``.
 
 add / mul::
@@ -63,8 +64,16 @@ Other ops (sub, div, batch_norm not after conv/linear, matmul, ...) are left una
 
 from __future__ import annotations
 
+from .annotators.patterns import CLAMP_TARGETS, clamp_bounds
 from .config import EspNNQuantizationConfig
 from .espnn_quantizer import EspNNQuantizer
 from .workflow import QuantizeResult, quantize
 
-__all__ = ["EspNNQuantizationConfig", "EspNNQuantizer", "QuantizeResult", "quantize"]
+__all__ = [
+    "CLAMP_TARGETS",
+    "EspNNQuantizationConfig",
+    "EspNNQuantizer",
+    "QuantizeResult",
+    "clamp_bounds",
+    "quantize",
+]

@@ -48,8 +48,14 @@ def arg(node: Node, index: int, name: str, default: Any = None) -> Any:
 
 
 def clamp_bounds(node: Node) -> tuple[float | None, float | None]:
-    """The (min, max) a relu/relu6/hardtanh/clamp node applies; ``None`` means unbounded."""
+    """The (min, max) a relu/relu6/hardtanh/clamp node applies; ``None`` means unbounded.
+
+    Accepts ATen nodes and their edge-dialect counterparts (``EdgeOpOverload._op``), and
+    bounds given positionally or by keyword.
+    """
     target = node.target
+    if not isinstance(target, OpOverload):  # edge dialect wraps the ATen overload
+        target = getattr(target, "_op", target)
     if target in (aten.relu.default, aten.relu_.default):
         return 0.0, None
     if target == aten.relu6.default:

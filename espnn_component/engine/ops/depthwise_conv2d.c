@@ -1,0 +1,145 @@
+/*
+ * DEPTHWISE_CONV2D.  Undilated ones run on ESP-NN's esp_nn_depthwise_conv_s8 (one call per
+ * batch image); dilated ones, and geometries whose window origin would not fit the int16
+ * ESP-NN's reference kernel keeps it in, run on the engine's own kernel.
+ */
+#include <stddef.h>
+
+#include "espnn_esp_nn.h"
+#include "espnn_conv_common.h"
+#include "espnn_fixedpoint.h"
+
+enum { DW_KERNEL_ESPNN = 1, DW_KERNEL_GENERIC = 2 };
+
+typedef struct dw_state {
+    espnn_conv_geom_t g;
+} dw_state_t;
+#define DW_STATE_BYTES 52u
+ESPNN_FAMILY_STATE(dw_state_t, DW_STATE_BYTES);
+
+#define INT16_SPAN 32767u
+
+static void espnn_dims(const espnn_conv_geom_t *g, data_dims_t *in, data_dims_t *filt,
+                       data_dims_t *out, dw_conv_params_t *cp)
+{
+    in->width = g->w;
+    in->height = g->h;
+    in->channels = g->cin;
+    in->extra = 1;
+    filt->width = g->kw;
+    filt->height = g->kh;
+    filt->channels = g->cout;
+    filt->extra = 1;
+    out->width = g->ow;
+    out->height = g->oh;
+    out->channels = g->cout;
+    out->extra = 1;
+    cp->in_offset = g->in_offset;
+    cp->out_offset = g->out_offset;
+    cp->ch_mult = g->groups;
+    cp->stride.width = g->stride_w;
+    cp->stride.height = g->stride_h;
+    cp->padding.width = g->pad_left;
+    cp->padding.height = g->pad_top;
+    cp->dilation.width = 1;
+    cp->dilation.height = 1;
+    cp->activation.min = g->act_min;
+    cp->activation.max = g->act_max;
+}
+
+static espnn_status_t prepare(espnn_prep_t *p)
+{
+    dw_state_t *s = (dw_state_t *)p->data;
+    espnn_status_t st = espnn_prep_conv(p, true, &s->g);
+    if (st != ESPNN_OK) {
+        return st;
+    }
+    const espnn_conv_geom_t *g = &s->g;
+    const uint32_t span_h = (uint32_t)g->h + g->pad_top + g->pad_bottom;
+    const uint32_t span_w = (uint32_t)g->w + g->pad_left + g->pad_right;
+    if (g->dil_h != 1 || g->dil_w != 1 || span_h > INT16_SPAN || span_w > INT16_SPAN) {
+        p->kernel = DW_KERNEL_GENERIC;
+        return ESPNN_OK;
+    }
+    p->kernel = DW_KERNEL_ESPNN;
+    data_dims_t in, filt, out;
+    dw_conv_params_t cp;
+    espnn_dims(g, &in, &filt, &out, &cp);
+    const int need = esp_nn_get_depthwise_conv_scratch_size(&in, &filt, &out, &cp);
+    if (need > 0 && (uint32_t)need > p->scratch_size) {
+        return espnn_prep_fail_status(p, ESPNN_ERR_TARGET, "scratch_size", p->scratch_size, need);
+    }
+    return ESPNN_OK;
+}
+
+static void eval_espnn(const espnn_exec_t *x, const espnn_conv_geom_t *g)
+{
+    data_dims_t in, filt, out;
+    dw_conv_params_t cp;
+    espnn_dims(g, &in, &filt, &out, &cp);
+    quant_data_t q = {(int32_t *)(uintptr_t)x->in[4], (int32_t *)(uintptr_t)x->in[3]};
+    const size_t in_img = (size_t)g->h * g->w * g->cin;
+    const size_t out_img = (size_t)g->oh * g->ow * g->cout;
+    for (uint32_t n = 0; n < g->n; n++) {
+        esp_nn_set_depthwise_conv_scratch_buf(x->scratch);
+        esp_nn_depthwise_conv_s8(&in, (const int8_t *)x->in[0] + n * in_img, &filt,
+                                 (const int8_t *)x->in[1], (const int32_t *)x->in[2], &out,
+                                 (int8_t *)x->out + n * out_img, &cp, &q);
+    }
+}
+
+static void eval_generic(const espnn_exec_t *x, const espnn_conv_geom_t *g)
+{
+    const int8_t *input = (const int8_t *)x->in[0];
+    const int8_t *filter = (const int8_t *)x->in[1];
+    const int32_t *bias = (const int32_t *)x->in[2];
+    const int32_t *mult = (const int32_t *)x->in[3];
+    const int32_t *shift = (const int32_t *)x->in[4];
+    int8_t *out = (int8_t *)x->out;
+    const int32_t h = g->h, w = g->w, cin = g->cin, cm = g->groups, cout = g->cout;
+    for (int32_t n = 0; n < g->n; n++) {
+        const int8_t *img = input + (size_t)n * h * w * cin;
+        for (int32_t oy = 0; oy < g->oh; oy++) {
+            const int32_t y0 = oy * g->stride_h - g->pad_top;
+            for (int32_t ox = 0; ox < g->ow; ox++) {
+                const int32_t x0 = ox * g->stride_w - g->pad_left;
+                for (int32_t oc = 0; oc < cout; oc++) {
+                    const int32_t ic = oc / cm;
+                    int32_t acc = 0;
+                    for (int32_t ky = 0; ky < g->kh; ky++) {
+                        const int32_t iy = y0 + ky * g->dil_h;
+                        if (iy < 0 || iy >= h) {
+                            continue;
+                        }
+                        for (int32_t kx = 0; kx < g->kw; kx++) {
+                            const int32_t ix = x0 + kx * g->dil_w;
+                            if (ix < 0 || ix >= w) {
+                                continue;
+                            }
+                            const int32_t v = img[((size_t)iy * w + (size_t)ix) * cin + ic];
+                            const int32_t wt = filter[((size_t)ky * g->kw + (size_t)kx) * cout + oc];
+                            acc += (v + g->in_offset) * wt;
+                        }
+                    }
+                    if (bias != NULL) {
+                        acc += bias[oc];
+                    }
+                    const int32_t v = espnn_requant(acc, mult[oc], shift[oc]) + g->out_offset;
+                    *out++ = (int8_t)espnn_clamp(v, g->act_min, g->act_max);
+                }
+            }
+        }
+    }
+}
+
+static void eval(const espnn_exec_t *x)
+{
+    const dw_state_t *s = (const dw_state_t *)x->data;
+    if (x->op->kernel == DW_KERNEL_ESPNN) {
+        eval_espnn(x, &s->g);
+    } else {
+        eval_generic(x, &s->g);
+    }
+}
+
+const espnn_op_family_t espnn_family_depthwise_conv2d = {prepare, eval, DW_STATE_BYTES};

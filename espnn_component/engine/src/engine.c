@@ -1,0 +1,332 @@
+/*
+ * Public API: inspect (validate), init (validate, then bind the caller's state and arena),
+ * io binding and invoke.  See docs/engine.md for the lifecycle and the state layout.
+ */
+#include "espnn_parse.h"
+#include "espnn_util.h"
+
+static void clear_error(espnn_error_t *err)
+{
+    if (err != NULL) {
+        err->status = ESPNN_OK;
+        err->field = NULL;
+        err->op = -1;
+        err->opcode = -1;
+        err->tensor = -1;
+        err->value = 0;
+        err->limit = 0;
+    }
+}
+
+static espnn_status_t arg_fail(espnn_error_t *err, espnn_status_t st, const char *field,
+                               int64_t value, int64_t limit)
+{
+    return espnn_fail(err, st, field, -1, -1, -1, value, limit);
+}
+
+static espnn_status_t validate(const uint8_t *buf, size_t len, espnn_hdr_t *hdr,
+                               espnn_error_t *err)
+{
+    espnn_status_t st = espnn_parse_structure(buf, len, hdr, err);
+    if (st == ESPNN_OK) {
+        st = espnn_validate_ops(buf, hdr, err, NULL, NULL);
+    }
+    return st;
+}
+
+static void fill_info(const uint8_t *buf, const espnn_hdr_t *h, espnn_info_t *info)
+{
+    memset(info, 0, sizeof *info);
+    info->format_major = h->format_major;
+    info->format_minor = h->format_minor;
+    info->producer_major = h->producer[0];
+    info->producer_minor = h->producer[1];
+    info->producer_patch = h->producer[2];
+    info->target = h->target;
+    info->n_tensors = h->n_tensors;
+    info->n_ops = h->n_ops;
+    info->n_inputs = h->n_inputs;
+    info->n_outputs = h->n_outputs;
+    info->arena_bytes = h->arena_size;
+    info->state_bytes = espnn_state_bytes(buf, h);
+    info->const_offset = h->const_offset;
+    info->const_bytes = h->const_size;
+}
+
+espnn_status_t espnn_inspect(const void *payload, size_t len, espnn_info_t *info,
+                             espnn_error_t *err)
+{
+    clear_error(err);
+    if (payload == NULL || info == NULL) {
+        return arg_fail(err, ESPNN_ERR_ARGUMENT, payload == NULL ? "payload" : "info", 0, 0);
+    }
+    espnn_hdr_t hdr;
+    espnn_status_t st = validate((const uint8_t *)payload, len, &hdr, err);
+    if (st == ESPNN_OK) {
+        fill_info((const uint8_t *)payload, &hdr, info);
+    }
+    return st;
+}
+
+/* ---- binding -------------------------------------------------------------------------- */
+
+typedef struct bind_ctx {
+    uint8_t *state;
+    espnn_op_rt_t *ops;
+    uint32_t cursor; /* next free byte of the op data area */
+} bind_ctx_t;
+
+static void bind_op(void *vctx, uint32_t i, const espnn_oprec_t *rec, const espnn_prep_t *p)
+{
+    bind_ctx_t *ctx = (bind_ctx_t *)vctx;
+    espnn_op_rt_t *op = &ctx->ops[i];
+    const espnn_op_family_t *fam = espnn_op_family(rec->opcode);
+    op->opcode = (uint8_t)rec->opcode;
+    op->kernel = p->kernel;
+    op->n_inputs = (uint8_t)rec->n_inputs;
+    op->reserved0 = 0;
+    op->output = rec->ids[rec->n_inputs];
+    op->reserved1 = 0;
+    op->scratch_offset = rec->scratch_offset;
+    op->scratch_size = rec->scratch_size;
+    op->data_at = ctx->cursor;
+    uint8_t *d = ctx->state + ctx->cursor;
+    const uint32_t ids_bytes = espnn_align_up(2u * rec->n_inputs, 4u);
+    memset(d, 0, ids_bytes);
+    memcpy(d, rec->ids, 2u * rec->n_inputs); /* host order; read back as uint16_t */
+    memcpy(d + ids_bytes, p->data, fam->state_bytes);
+    ctx->cursor += ids_bytes + fam->state_bytes;
+}
+
+static void build_state(const uint8_t *buf, const espnn_hdr_t *h, uint8_t *state,
+                        uint32_t total)
+{
+    struct espnn_state *s = (struct espnn_state *)(void *)state;
+    s->magic = ESPNN_STATE_MAGIC;
+    s->total_bytes = total;
+    s->n_tensors = h->n_tensors;
+    s->n_ops = h->n_ops;
+    s->n_inputs = h->n_inputs;
+    s->n_outputs = h->n_outputs;
+    s->tensors_at = ESPNN_STATE_HEADER_BYTES;
+    s->io_at = s->tensors_at + ESPNN_STATE_TENSOR_BYTES * h->n_tensors;
+    s->ops_at = s->io_at + ESPNN_STATE_IO_BYTES * (h->n_inputs + h->n_outputs);
+    s->data_at = s->ops_at + ESPNN_STATE_OP_BYTES * h->n_ops;
+
+    espnn_tensor_rt_t *tensors = (espnn_tensor_rt_t *)(void *)(state + s->tensors_at);
+    for (uint32_t i = 0; i < h->n_tensors; i++) {
+        espnn_tview_t t;
+        espnn_tensor_decode(buf, h, i, &t);
+        tensors[i].offset = t.offset;
+        tensors[i].nbytes = t.nbytes;
+        for (int k = 0; k < ESPNN_MAX_RANK; k++) {
+            tensors[i].dims[k] = (uint16_t)t.dims[k];
+        }
+        tensors[i].dtype = t.dtype;
+        tensors[i].rank = t.rank;
+        tensors[i].storage = t.storage;
+        tensors[i].flags = t.flags;
+    }
+    espnn_io_rt_t *io = (espnn_io_rt_t *)(void *)(state + s->io_at);
+    for (uint32_t k = 0; k < h->n_inputs + h->n_outputs; k++) {
+        espnn_tview_t t;
+        const uint16_t tid = espnn_rd_u16(buf + h->io_offset + 2 * k);
+        espnn_tensor_decode(buf, h, tid, &t);
+        io[k].tensor = tid;
+        io[k].reserved = 0;
+        io[k].scale = t.scale;
+        io[k].zero_point = t.zero_point;
+    }
+    bind_ctx_t ctx = {state, (espnn_op_rt_t *)(void *)(state + s->ops_at), s->data_at};
+    (void)espnn_validate_ops(buf, h, NULL, bind_op, &ctx); /* validated: cannot fail */
+}
+
+espnn_status_t espnn_init(espnn_model_t *model, const void *payload, size_t len,
+                          const void *consts, void *state, size_t state_bytes, void *arena,
+                          size_t arena_bytes, espnn_error_t *err)
+{
+    clear_error(err);
+    if (model == NULL || payload == NULL || state == NULL) {
+        return arg_fail(err, ESPNN_ERR_ARGUMENT,
+                        model == NULL ? "model" : (payload == NULL ? "payload" : "state"), 0, 0);
+    }
+    memset(model, 0, sizeof *model);
+    const uint8_t *buf = (const uint8_t *)payload;
+    espnn_hdr_t hdr;
+    espnn_status_t st = validate(buf, len, &hdr, err);
+    if (st != ESPNN_OK) {
+        return st;
+    }
+    espnn_info_t info;
+    fill_info(buf, &hdr, &info);
+    if (state_bytes < info.state_bytes) {
+        return arg_fail(err, ESPNN_ERR_MEMORY, "state_bytes", (int64_t)state_bytes,
+                        info.state_bytes);
+    }
+    if ((uintptr_t)state % 4u != 0) {
+        return arg_fail(err, ESPNN_ERR_ALIGNMENT, "state", (int64_t)((uintptr_t)state % 4u), 4);
+    }
+    if (arena_bytes < info.arena_bytes) {
+        return arg_fail(err, ESPNN_ERR_MEMORY, "arena_bytes", (int64_t)arena_bytes,
+                        info.arena_bytes);
+    }
+    if (arena == NULL && info.arena_bytes != 0) {
+        return arg_fail(err, ESPNN_ERR_ARGUMENT, "arena", 0, info.arena_bytes);
+    }
+    if ((uintptr_t)arena % ESPNN_ARENA_ALIGN != 0) {
+        return arg_fail(err, ESPNN_ERR_ALIGNMENT, "arena",
+                        (int64_t)((uintptr_t)arena % ESPNN_ARENA_ALIGN), ESPNN_ARENA_ALIGN);
+    }
+    const uint8_t *cbase = consts != NULL ? (const uint8_t *)consts : buf + hdr.const_offset;
+    /* Multi-byte constants are read with typed loads by the kernels: check the real address
+     * (a payload copied to an odd address would otherwise trap on Xtensa). */
+    for (uint32_t i = 0; i < hdr.n_tensors; i++) {
+        espnn_tview_t t;
+        espnn_tensor_decode(buf, &hdr, i, &t);
+        if (t.storage == ESPNN_STORAGE_CONST && t.esize > 1 &&
+            (uintptr_t)(cbase + t.offset) % t.esize != 0) {
+            return espnn_fail(err, ESPNN_ERR_ALIGNMENT, "offset", -1, -1, (int32_t)i,
+                              (int64_t)((uintptr_t)(cbase + t.offset) % t.esize), t.esize);
+        }
+    }
+    build_state(buf, &hdr, (uint8_t *)state, info.state_bytes);
+    model->consts = cbase;
+    model->arena = (uint8_t *)arena;
+    model->state = (struct espnn_state *)state;
+    model->info = info;
+    model->ready = 1;
+    return ESPNN_OK;
+}
+
+/* ---- io ------------------------------------------------------------------------------- */
+
+static const uint8_t *state_base(const espnn_model_t *m)
+{
+    return (const uint8_t *)m->state;
+}
+
+static const espnn_tensor_rt_t *state_tensors(const espnn_model_t *m)
+{
+    return (const espnn_tensor_rt_t *)(const void *)(state_base(m) + m->state->tensors_at);
+}
+
+static const espnn_io_rt_t *state_io(const espnn_model_t *m, int is_output, uint32_t index)
+{
+    const espnn_io_rt_t *io = (const espnn_io_rt_t *)(const void *)(state_base(m) + m->state->io_at);
+    return &io[(is_output ? m->state->n_inputs : 0u) + index];
+}
+
+static bool io_index_ok(const espnn_model_t *m, int is_output, uint32_t index)
+{
+    return index < (is_output ? m->state->n_outputs : m->state->n_inputs);
+}
+
+espnn_status_t espnn_io_info(const espnn_model_t *model, int is_output, uint32_t index,
+                             espnn_io_info_t *out)
+{
+    if (model == NULL || out == NULL) {
+        return ESPNN_ERR_ARGUMENT;
+    }
+    if (!model->ready) {
+        return ESPNN_ERR_STATE;
+    }
+    if (!io_index_ok(model, is_output, index)) {
+        return ESPNN_ERR_ARGUMENT;
+    }
+    const espnn_io_rt_t *io = state_io(model, is_output, index);
+    const espnn_tensor_rt_t *t = &state_tensors(model)[io->tensor];
+    memset(out, 0, sizeof *out);
+    out->dtype = t->dtype;
+    out->rank = t->rank;
+    for (int k = 0; k < ESPNN_MAX_RANK; k++) {
+        out->dims[k] = t->dims[k];
+    }
+    out->nbytes = t->nbytes;
+    out->scale = io->scale;
+    out->zero_point = io->zero_point;
+    return ESPNN_OK;
+}
+
+espnn_status_t espnn_set_io(espnn_model_t *model, int is_output, uint32_t index, void *data,
+                            size_t nbytes)
+{
+    if (model == NULL) {
+        return ESPNN_ERR_ARGUMENT;
+    }
+    if (!model->ready) {
+        return ESPNN_ERR_STATE;
+    }
+    if (!io_index_ok(model, is_output, index) || data == NULL) {
+        return ESPNN_ERR_ARGUMENT;
+    }
+    const espnn_tensor_rt_t *t = &state_tensors(model)[state_io(model, is_output, index)->tensor];
+    if (nbytes != t->nbytes) {
+        return ESPNN_ERR_IO;
+    }
+    if ((uintptr_t)data % espnn_dtype_size(t->dtype) != 0) {
+        return ESPNN_ERR_ALIGNMENT; /* float32 buffers are accessed as floats */
+    }
+    if (is_output) {
+        model->outputs[index] = data;
+    } else {
+        model->inputs[index] = data;
+    }
+    return ESPNN_OK;
+}
+
+/* ---- invoke --------------------------------------------------------------------------- */
+
+static void *tensor_ptr(const espnn_model_t *m, const espnn_tensor_rt_t *t)
+{
+    switch (t->storage) {
+    case ESPNN_STORAGE_ARENA:
+        return m->arena + t->offset;
+    case ESPNN_STORAGE_CONST:
+        return (void *)(uintptr_t)(m->consts + t->offset);
+    case ESPNN_STORAGE_INPUT:
+        return m->inputs[t->offset];
+    default:
+        return m->outputs[t->offset];
+    }
+}
+
+espnn_status_t espnn_invoke(espnn_model_t *model, espnn_error_t *err)
+{
+    clear_error(err);
+    if (model == NULL) {
+        return arg_fail(err, ESPNN_ERR_ARGUMENT, "model", 0, 0);
+    }
+    if (!model->ready || model->state == NULL || model->state->magic != ESPNN_STATE_MAGIC) {
+        return arg_fail(err, ESPNN_ERR_STATE, "model", 0, 0);
+    }
+    const struct espnn_state *s = model->state;
+    for (uint32_t k = 0; k < s->n_inputs; k++) {
+        if (model->inputs[k] == NULL) {
+            return arg_fail(err, ESPNN_ERR_IO, "inputs", k, s->n_inputs);
+        }
+    }
+    for (uint32_t k = 0; k < s->n_outputs; k++) {
+        if (model->outputs[k] == NULL) {
+            return arg_fail(err, ESPNN_ERR_IO, "outputs", k, s->n_outputs);
+        }
+    }
+    const uint8_t *base = state_base(model);
+    const espnn_tensor_rt_t *tensors = state_tensors(model);
+    const espnn_op_rt_t *ops = (const espnn_op_rt_t *)(const void *)(base + s->ops_at);
+    espnn_exec_t x;
+    x.tensors = tensors;
+    for (uint32_t i = 0; i < s->n_ops; i++) {
+        const espnn_op_rt_t *op = &ops[i];
+        const uint16_t *ids = (const uint16_t *)(const void *)(base + op->data_at);
+        x.op = op;
+        x.ids = ids;
+        x.data = base + op->data_at + espnn_align_up(2u * op->n_inputs, 4u);
+        for (uint32_t k = 0; k < op->n_inputs; k++) {
+            x.in[k] = ids[k] == ESPNN_NO_TENSOR ? NULL : tensor_ptr(model, &tensors[ids[k]]);
+        }
+        x.out = tensor_ptr(model, &tensors[op->output]);
+        x.scratch = op->scratch_size != 0 ? model->arena + op->scratch_offset : NULL;
+        espnn_op_family(op->opcode)->eval(&x);
+    }
+    return ESPNN_OK;
+}

@@ -1,0 +1,240 @@
+/*
+ * Engine internals shared by the parser (src/) and the op families (ops/).
+ *
+ * Lifecycle: parse (header, tables, op records) -> validate (each op family's prepare, then
+ * the dataflow rules) -> bind (decode into the caller's state buffer) -> invoke (each op
+ * family's eval).  See docs/engine.md.
+ *
+ * The decoded state holds no pointers, only offsets and fixed-width fields of at most 4-byte
+ * alignment, so its size (espnn_info_t.state_bytes) is the same on 32- and 64-bit builds and
+ * executorch_espnn/payload/state.py computes it ahead of time.
+ */
+#ifndef ESPNN_INTERNAL_H
+#define ESPNN_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "espnn_engine.h"
+#include "espnn_format.h"
+
+#define ESPNN_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
+
+/* ---- parsed header -------------------------------------------------------------------- */
+
+typedef struct espnn_hdr {
+    uint16_t format_major, format_minor;
+    uint8_t producer[3];
+    uint8_t target;
+    uint32_t total_size, flags;
+    uint32_t n_tensors, n_ops, n_inputs, n_outputs;
+    uint32_t tensors_offset, io_offset, ops_offset, ops_size, const_offset, const_size;
+    uint32_t arena_size;
+} espnn_hdr_t;
+
+/* One tensor record, decoded (only ever produced for records that passed the checks). */
+typedef struct espnn_tview {
+    uint8_t dtype, rank, storage, flags;
+    uint32_t dims[ESPNN_MAX_RANK]; /* 1 past rank */
+    uint32_t offset, nbytes, numel, esize;
+    uint32_t scale_bits;
+    float scale;
+    int32_t zero_point;
+} espnn_tview_t;
+
+/* ---- the decoded state (caller memory, pointer-free) ----------------------------------- */
+
+#define ESPNN_STATE_MAGIC 0x54534E45u /* "ENST" */
+
+struct espnn_state {
+    uint32_t magic;
+    uint32_t total_bytes;
+    uint32_t n_tensors, n_ops, n_inputs, n_outputs;
+    uint32_t tensors_at, io_at, ops_at, data_at; /* byte offsets from the state start */
+};
+
+typedef struct espnn_tensor_rt {
+    uint32_t offset; /* arena/const byte offset, or the io index */
+    uint32_t nbytes;
+    uint16_t dims[ESPNN_MAX_RANK];
+    uint8_t dtype, rank, storage, flags;
+} espnn_tensor_rt_t;
+
+typedef struct espnn_io_rt {
+    uint16_t tensor;
+    uint16_t reserved;
+    float scale;
+    int32_t zero_point;
+} espnn_io_rt_t;
+
+typedef struct espnn_op_rt {
+    uint8_t opcode;
+    uint8_t kernel; /* the variant prepare chose (family specific) */
+    uint8_t n_inputs;
+    uint8_t reserved0;
+    uint16_t output;
+    uint16_t reserved1;
+    uint32_t scratch_offset, scratch_size;
+    uint32_t data_at; /* uint16 input ids (padded to 4 bytes), then the family's state */
+} espnn_op_rt_t;
+
+#define ESPNN_STATE_HEADER_BYTES 40u
+#define ESPNN_STATE_TENSOR_BYTES 20u
+#define ESPNN_STATE_IO_BYTES 12u
+#define ESPNN_STATE_OP_BYTES 20u
+ESPNN_STATIC_ASSERT(sizeof(struct espnn_state) == ESPNN_STATE_HEADER_BYTES, "state header");
+ESPNN_STATIC_ASSERT(sizeof(espnn_tensor_rt_t) == ESPNN_STATE_TENSOR_BYTES, "tensor record");
+ESPNN_STATIC_ASSERT(sizeof(espnn_io_rt_t) == ESPNN_STATE_IO_BYTES, "io record");
+ESPNN_STATIC_ASSERT(sizeof(espnn_op_rt_t) == ESPNN_STATE_OP_BYTES, "op record");
+ESPNN_STATIC_ASSERT(sizeof(float) == 4, "float32");
+
+/* Largest family state.  Each family pins its struct's size with ESPNN_FAMILY_STATE: the
+ * number is part of the state_bytes formula that executorch_espnn/payload/state.py mirrors. */
+#define ESPNN_MAX_FAMILY_STATE 128u
+#define ESPNN_FAMILY_STATE(type, bytes)                                              \
+    ESPNN_STATIC_ASSERT(sizeof(type) == (bytes) && (bytes) % 4u == 0 &&              \
+                            (bytes) <= ESPNN_MAX_FAMILY_STATE,                       \
+                        #type " must be " #bytes " bytes (update payload/state.py)")
+
+/* ---- op specs (mirror of executorch_espnn/payload/format.py OP_SPECS) ------------------ */
+
+typedef struct espnn_op_spec {
+    const char *name;
+    uint8_t n_inputs;      /* fixed count; 0 for variadic (CONCAT) */
+    uint8_t n_params;
+    uint8_t optional_mask; /* bit s: input slot s may be absent */
+    uint8_t in_place;      /* output may take exactly the bytes of input 0 (ADD/MUL: or 1) */
+    const char *const *params;
+} espnn_op_spec_t;
+
+const espnn_op_spec_t *espnn_op_spec(uint32_t opcode); /* NULL if unknown */
+
+/* ---- prepare (validation + precomputation, once) --------------------------------------- */
+
+typedef struct espnn_prep {
+    const uint8_t *payload;
+    const espnn_hdr_t *hdr;
+    const uint8_t *consts; /* payload + const_offset: read byte-wise only */
+    espnn_error_t *err;
+    uint32_t op_index, opcode, n_inputs;
+    uint16_t ids[ESPNN_MAX_OP_INPUTS + 1]; /* inputs, then the output */
+    int32_t params[16];
+    uint32_t scratch_offset, scratch_size;
+    /* outputs of prepare */
+    uint8_t kernel;
+    void *data; /* the family's state, zero-filled, ESPNN_MAX_FAMILY_STATE bytes, aligned */
+} espnn_prep_t;
+
+espnn_status_t espnn_fail(espnn_error_t *err, espnn_status_t status, const char *field,
+                          int32_t op, int32_t opcode, int32_t tensor, int64_t value,
+                          int64_t limit);
+espnn_status_t espnn_prep_fail(espnn_prep_t *p, const char *field, int64_t value, int64_t limit);
+espnn_status_t espnn_prep_fail_status(espnn_prep_t *p, espnn_status_t status, const char *field,
+                                      int64_t value, int64_t limit);
+
+/* Decode a tensor record that the parser has already checked. */
+void espnn_tensor_decode(const uint8_t *payload, const espnn_hdr_t *hdr, uint32_t id,
+                         espnn_tview_t *t);
+/* Input slot (slot < n_inputs, present) or the output (slot == n_inputs). */
+void espnn_prep_tensor(const espnn_prep_t *p, uint32_t slot, espnn_tview_t *t);
+bool espnn_prep_has(const espnn_prep_t *p, uint32_t slot);
+
+/* Parameter `index` of the op within [lo, hi], else an error naming it. */
+espnn_status_t espnn_prep_param(espnn_prep_t *p, uint32_t index, int64_t lo, int64_t hi,
+                                int32_t *out);
+const char *espnn_prep_param_name(const espnn_prep_t *p, uint32_t index);
+
+espnn_status_t espnn_prep_dtype(espnn_prep_t *p, const espnn_tview_t *t, uint8_t want,
+                                const char *field);
+espnn_status_t espnn_prep_rank(espnn_prep_t *p, const espnn_tview_t *t, uint8_t want,
+                               const char *field);
+/* storage must be constant */
+espnn_status_t espnn_prep_const(espnn_prep_t *p, uint32_t slot, espnn_tview_t *t,
+                                const char *field);
+/* act_min/act_max at the given parameter indices */
+espnn_status_t espnn_prep_act(espnn_prep_t *p, uint32_t i_min, uint32_t i_max);
+/* in_offset-style parameters (-127 .. 128) and an out_offset (-128 .. 127) */
+espnn_status_t espnn_prep_in_offset(espnn_prep_t *p, uint32_t index);
+espnn_status_t espnn_prep_out_offset(espnn_prep_t *p, uint32_t index);
+/* filter (slot 1, int8 in [-127, 127]) and optional bias (slot 2, int32 [n], |b| <= 2^24) */
+espnn_status_t espnn_prep_filter_bias(espnn_prep_t *p, uint32_t n_out);
+/* mult (slot 3) and shift (slot 4): int32 [n], mult >= 0, shift in [-31, 0] */
+espnn_status_t espnn_prep_requant_arrays(espnn_prep_t *p, uint32_t n);
+
+int32_t espnn_const_i32(const espnn_prep_t *p, const espnn_tview_t *t, uint32_t index);
+int8_t espnn_const_i8(const espnn_prep_t *p, const espnn_tview_t *t, uint32_t index);
+
+bool espnn_dims_equal(const espnn_tview_t *a, const espnn_tview_t *b);
+
+/* ---- eval (no checks, no allocation) --------------------------------------------------- */
+
+typedef struct espnn_exec {
+    const espnn_tensor_rt_t *tensors;
+    const espnn_op_rt_t *op;
+    const uint16_t *ids; /* input ids */
+    const void *data;    /* the family's state */
+    const void *in[ESPNN_MAX_OP_INPUTS]; /* NULL for an absent optional input */
+    void *out;
+    void *scratch; /* arena + scratch_offset, or NULL without scratch */
+} espnn_exec_t;
+
+typedef struct espnn_op_family {
+    espnn_status_t (*prepare)(espnn_prep_t *p);
+    void (*eval)(const espnn_exec_t *x);
+    uint32_t state_bytes; /* multiple of 4, <= ESPNN_MAX_FAMILY_STATE */
+} espnn_op_family_t;
+
+const espnn_op_family_t *espnn_op_family(uint32_t opcode); /* NULL if unknown */
+
+/* one per opcode, each defined in ops/<family>.c */
+extern const espnn_op_family_t espnn_family_quantize;
+extern const espnn_op_family_t espnn_family_dequantize;
+extern const espnn_op_family_t espnn_family_conv2d;
+extern const espnn_op_family_t espnn_family_depthwise_conv2d;
+extern const espnn_op_family_t espnn_family_fully_connected;
+extern const espnn_op_family_t espnn_family_add;
+extern const espnn_op_family_t espnn_family_mul;
+extern const espnn_op_family_t espnn_family_max_pool2d;
+extern const espnn_op_family_t espnn_family_avg_pool2d;
+extern const espnn_op_family_t espnn_family_mean_hw;
+extern const espnn_op_family_t espnn_family_softmax;
+extern const espnn_op_family_t espnn_family_lut;
+extern const espnn_op_family_t espnn_family_reshape;
+extern const espnn_op_family_t espnn_family_transpose;
+extern const espnn_op_family_t espnn_family_slice;
+extern const espnn_op_family_t espnn_family_concat;
+extern const espnn_op_family_t espnn_family_pad;
+extern const espnn_op_family_t espnn_family_upsample_nearest;
+
+/* element size of a dtype (0 if unknown) */
+uint32_t espnn_dtype_size(uint32_t dtype);
+
+/* ---- the target this runtime's kernels belong to --------------------------------------- */
+/* -1: any (host simulator, bare-metal test builds).  On ESP-IDF, the chip's target id. */
+#if defined(ESP_PLATFORM)
+#include "sdkconfig.h"
+#endif
+#ifndef ESPNN_BUILD_TARGET
+#if defined(ESP_PLATFORM)
+#if defined(CONFIG_IDF_TARGET_ESP32)
+#define ESPNN_BUILD_TARGET ESPNN_TARGET_ESP32
+#elif defined(CONFIG_IDF_TARGET_ESP32S2)
+#define ESPNN_BUILD_TARGET ESPNN_TARGET_ESP32S2
+#elif defined(CONFIG_IDF_TARGET_ESP32S3)
+#define ESPNN_BUILD_TARGET ESPNN_TARGET_ESP32S3
+#elif defined(CONFIG_IDF_TARGET_ESP32C3)
+#define ESPNN_BUILD_TARGET ESPNN_TARGET_ESP32C3
+#elif defined(CONFIG_IDF_TARGET_ESP32C6)
+#define ESPNN_BUILD_TARGET ESPNN_TARGET_ESP32C6
+#elif defined(CONFIG_IDF_TARGET_ESP32P4)
+#define ESPNN_BUILD_TARGET ESPNN_TARGET_ESP32P4
+#else
+#define ESPNN_BUILD_TARGET (-1)
+#endif
+#else
+#define ESPNN_BUILD_TARGET (-1)
+#endif
+#endif
+
+#endif /* ESPNN_INTERNAL_H */

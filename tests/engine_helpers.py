@@ -1,0 +1,216 @@
+"""Build and drive the C engine's ``espnn_run`` tool from tests.
+
+Each build variant (plain 64-bit, ``-m32``, ASan+UBSan, against a real ESP-NN tree) is
+compiled straight with the system compiler and cached by a hash of every source file and
+flag, in a cache directory outside the repository (``$ESPNN_ENGINE_CACHE`` or
+``<tmp>/executorch_espnn_engine``), so a test session compiles each variant once and later
+sessions not at all until a source changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+ROOT = Path(__file__).resolve().parents[1]
+COMPONENT = ROOT / "espnn_component"
+ENGINE = COMPONENT / "engine"
+HOST_ESPNN = COMPONENT / "host_espnn"
+
+WARNINGS = ("-Wall", "-Wextra", "-Werror", "-std=c11", "-pedantic")
+SANITIZE = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+            "-fno-omit-frame-pointer", "-g", "-O1")
+# the sanitizer runtime must not count the tool's own exit paths as failures
+SANITIZER_ENV = {
+    "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:exitcode=86",
+    "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1:exitcode=87",
+}
+SANITIZER_EXIT_CODES = (86, 87)
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    cflags: tuple[str, ...]
+    esp_nn_dir: Path | None = None  # real ESP-NN sources instead of host_espnn/
+    env: dict[str, str] = field(default_factory=dict)
+
+
+HOST = Variant("host", ("-O2", "-DESPNN_HOST_STRICT"))
+M32 = Variant("m32", ("-m32", "-O2", "-DESPNN_HOST_STRICT"))
+ASAN64 = Variant("asan64", (*SANITIZE, "-DESPNN_HOST_STRICT"), env=SANITIZER_ENV)
+ASAN32 = Variant("asan32", ("-m32", *SANITIZE, "-DESPNN_HOST_STRICT"), env=SANITIZER_ENV)
+# what an ESP32-S3 build sees: the engine knows its chip, and ESP-NN asks for scratch
+CHIP = Variant("chip", (*SANITIZE, "-DESPNN_HOST_STRICT", "-DESPNN_BUILD_TARGET=3",
+                        "-DHN_TEST_SCRATCH_BYTES=64"), env=SANITIZER_ENV)
+
+
+def esp_nn_variant(esp_nn_dir: Path) -> Variant:
+    return Variant("espnn", ("-O2",), esp_nn_dir=esp_nn_dir)
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("ESPNN_ENGINE_CACHE")
+    base = Path(env) if env else Path(tempfile.gettempdir()) / "executorch_espnn_engine"
+    base.mkdir(parents=True, exist_ok=True)
+    return base
+
+
+def _engine_sources() -> list[Path]:
+    return sorted([*(ENGINE / "src").glob("*.c"), *(ENGINE / "ops").glob("*.c"),
+                   ENGINE / "tools" / "espnn_run.c"])
+
+
+def _kernel_sources(v: Variant) -> list[Path]:
+    if v.esp_nn_dir is None:
+        return sorted((HOST_ESPNN / "src").glob("*.c"))
+    src = v.esp_nn_dir / "src"
+    return [src / "basic_math" / "esp_nn_add_ansi.c", src / "basic_math" / "esp_nn_mul_ansi.c",
+            src / "convolution" / "esp_nn_conv_ansi.c",
+            src / "convolution" / "esp_nn_depthwise_conv_ansi.c",
+            src / "fully_connected" / "esp_nn_fully_connected_ansi.c",
+            src / "pooling" / "esp_nn_avg_pool_ansi.c", src / "pooling" / "esp_nn_max_pool_ansi.c",
+            src / "softmax" / "esp_nn_softmax_ansi.c"]
+
+
+def _hash(v: Variant, cc: str) -> str:
+    h = hashlib.sha256()
+    h.update(repr((v.name, v.cflags, str(v.esp_nn_dir), cc)).encode())
+    headers = [*(ENGINE / "include").glob("*.h"), *(ENGINE / "src").glob("*.h"),
+               *(HOST_ESPNN / "include").glob("*.h"), *(HOST_ESPNN / "src").glob("*.h")]
+    if v.esp_nn_dir is not None:
+        headers += [*(v.esp_nn_dir / "include").glob("*.h"),
+                    *(v.esp_nn_dir / "src" / "common").glob("*.h"),
+                    *(v.esp_nn_dir / "src" / "softmax").glob("*.h")]
+    for p in sorted({*_engine_sources(), *_kernel_sources(v), *headers}):
+        h.update(str(p).encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _run(cmd: Sequence[str], cwd: Path) -> None:
+    r = subprocess.run(list(cmd), cwd=cwd, capture_output=True, text=True, check=False)
+    if r.returncode != 0:
+        raise RuntimeError(f"compile failed: {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
+
+
+def build(v: Variant, cc: str = "gcc") -> Path:
+    """Path of the ``espnn_run`` binary for variant ``v`` (built on first use)."""
+    out = cache_dir() / f"espnn_run-{v.name}-{_hash(v, cc)}"
+    if out.exists():
+        return out
+    with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
+        work = Path(tmp)
+        objs: list[str] = []
+        engine_inc = ["-I", str(ENGINE / "include"), "-I", str(ENGINE / "src")]
+        if v.esp_nn_dir is None:
+            kern_inc = ["-I", str(HOST_ESPNN / "include")]
+            kern_flags = [*WARNINGS, *v.cflags, *kern_inc]
+        else:
+            kern_inc = ["-I", str(v.esp_nn_dir / "include")]
+            # third-party: GNU C and its own warnings
+            kern_flags = ["-std=gnu11", "-w", *v.cflags, *kern_inc,
+                          "-I", str(v.esp_nn_dir / "src" / "common")]
+        for i, src in enumerate(_kernel_sources(v)):
+            obj = work / f"k{i}.o"
+            _run([cc, *kern_flags, "-c", str(src), "-o", str(obj)], work)
+            objs.append(str(obj))
+        for i, src in enumerate(_engine_sources()):
+            obj = work / f"e{i}.o"
+            _run([cc, *WARNINGS, *v.cflags, *engine_inc, *kern_inc, "-c", str(src), "-o",
+                  str(obj)], work)
+            objs.append(str(obj))
+        exe = work / "espnn_run"
+        _run([cc, *v.cflags, *objs, "-o", str(exe)], work)
+        shutil.move(str(exe), out)  # same filesystem: atomic for concurrent sessions
+    return out
+
+
+@dataclass
+class RunResult:
+    returncode: int
+    stdout: str
+    stderr: str
+    outputs: list[bytes]
+
+    def error_fields(self) -> dict[str, str]:
+        """The machine-readable ``error`` line: status, field, op, opcode, tensor, value, limit."""
+        for line in self.stdout.splitlines():
+            parts = line.split("\t")
+            if parts[0] == "error" and len(parts) == 8:
+                keys = ("status", "field", "op", "opcode", "tensor", "value", "limit")
+                return dict(zip(keys, parts[1:], strict=True))
+        return {}
+
+
+def _env(v: Variant) -> dict[str, str]:
+    return {**os.environ, **v.env}
+
+
+def run(exe: Path, v: Variant, payload: bytes, inputs: Sequence[npt.NDArray[np.generic]],
+        n_outputs: int, extra: Sequence[str] = ()) -> RunResult:
+    """Run ``payload`` on ``inputs``; read back ``n_outputs`` raw outputs on success."""
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        (d / "payload.bin").write_bytes(payload)
+        args = [str(exe), *extra, "-o", str(d / "out"), str(d / "payload.bin")]
+        for k, x in enumerate(inputs):
+            (d / f"in{k}.bin").write_bytes(np.ascontiguousarray(x).tobytes())
+            args.append(str(d / f"in{k}.bin"))
+        r = subprocess.run(args, capture_output=True, text=True, env=_env(v), timeout=300,
+                           check=False)
+        outs = []
+        if r.returncode == 0:
+            outs = [(d / f"out{k}.bin").read_bytes() for k in range(n_outputs)]
+        return RunResult(r.returncode, r.stdout, r.stderr, outs)
+
+
+def inspect(exe: Path, v: Variant, payload: bytes) -> dict[str, str]:
+    with tempfile.TemporaryDirectory() as tmp:
+        p = Path(tmp) / "payload.bin"
+        p.write_bytes(payload)
+        r = subprocess.run([str(exe), "--inspect", str(p)], capture_output=True, text=True,
+                           env=_env(v), timeout=60, check=False)
+    if r.returncode != 0:
+        raise RuntimeError(f"espnn_run --inspect failed ({r.returncode}): {r.stderr}")
+    return dict(line.split("=", 1) for line in r.stdout.splitlines())
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: str  # "ESPNN_OK" or the error status name
+    field: str = "-"
+    op: int = -1
+    tensor: int = -1
+
+
+def check_many(exe: Path, v: Variant, payloads: Sequence[bytes]) -> list[Verdict]:
+    """``espnn_inspect`` verdict of each payload, in one process."""
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = []
+        for i, data in enumerate(payloads):
+            p = Path(tmp) / f"p{i:05d}.bin"
+            p.write_bytes(data)
+            paths.append(str(p))
+        r = subprocess.run([str(exe), "--check", *paths], capture_output=True, text=True,
+                           env=_env(v), timeout=600, check=False)
+    if r.returncode != 0:
+        raise RuntimeError(f"espnn_run --check failed ({r.returncode}): {r.stderr[-4000:]}")
+    verdicts = []
+    for line in r.stdout.splitlines():
+        parts = line.split("\t")
+        if parts[1] == "ESPNN_OK":
+            verdicts.append(Verdict("ESPNN_OK"))
+        else:
+            verdicts.append(Verdict(parts[1], parts[2], int(parts[3]), int(parts[4])))
+    assert len(verdicts) == len(payloads), r.stdout[-2000:]
+    return verdicts
