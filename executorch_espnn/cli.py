@@ -17,6 +17,7 @@ import argparse
 import json
 import sys
 import traceback
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
@@ -147,9 +148,13 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     stderr = err or sys.stderr
     args = _parser().parse_args(argv)
     try:
-        if args.command == "build":
-            return _build(args, stdout)
-        return _inspect(args, stdout)
+        with warnings.catch_warnings():
+            if not args.verbose:  # torch/executorch deprecation chatter is not the user's concern
+                warnings.simplefilter("ignore", DeprecationWarning)
+                warnings.simplefilter("ignore", FutureWarning)
+            if args.command == "build":
+                return _build(args, stdout)
+            return _inspect(args, stdout)
     except EspNNError as exc:
         if args.verbose:
             traceback.print_exc(file=stderr)

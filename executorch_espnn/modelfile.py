@@ -40,7 +40,6 @@ if TYPE_CHECKING:
 ModelKind = Literal["py", "pt2", "pte"]
 KINDS: dict[str, ModelKind] = {".py": "py", ".pt2": "pt2", ".pte": "pte"}
 NPZ_KEY = "input{}"
-BACKEND_ID = "EspNNDelegateBackend"
 
 
 @dataclass
@@ -278,7 +277,7 @@ def _load_pt2(p: Path) -> ModelSource:
 
 
 def _load_pte(p: Path) -> ModelSource:
-    from .pte import backend_ids
+    from .pte import BACKEND_ID, backend_ids
 
     data = p.read_bytes()
     ids = backend_ids(data)  # raises PteError for what is not a .pte

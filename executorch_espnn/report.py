@@ -17,8 +17,9 @@ from typing import Any
 from .decisions import OpDecision
 from .errors import PteError
 from .payload import DType, Opcode, Payload, PayloadError, Storage, decode
+from .payload.state import state_bytes
+from .pte import BACKEND_ID
 
-BACKEND_ID = "EspNNDelegateBackend"
 REPORT_SCHEMA = 1
 
 # ExecuTorch ScalarType codes -> names (exir/scalar_type.py)
@@ -109,6 +110,7 @@ class LoweringReport:
     warnings: list[str] = field(default_factory=list)
     calibrated: bool | None = None  # None: unknown (a ready .pte)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per lowering stage
+    versions: dict[str, str] = field(default_factory=dict)  # package/format/toolchain versions
 
     @property
     def delegate_weights_bytes(self) -> int:
@@ -172,6 +174,7 @@ class LoweringReport:
                 ],
             },
             "timings": dict(self.timings),
+            "versions": dict(self.versions),
             "warnings": list(self.warnings),
         }
 
@@ -391,7 +394,7 @@ def analyse_payload(index: int, data: bytes) -> tuple[PartitionReport, list[Fast
         arena_lower_bound=arena_peak(p),
         scratch_bytes=max((op.scratch_size for op in p.ops), default=0),
         weights_bytes=len(p.constants),
-        state_bytes=None,  # the engine's state formula is not available to this package yet
+        state_bytes=state_bytes(p),
         payload_bytes=len(data),
         inputs=_payload_specs(p, p.inputs, "in"),
         outputs=_payload_specs(p, p.outputs, "out"),
@@ -630,4 +633,21 @@ def build_report(
         warnings=warn,
         calibrated=calibrated,
         timings=dict(timings or {}),
+        versions=_versions(),
     )
+
+
+def _versions() -> dict[str, str]:
+    """What made this report: our package, the payload format, torch and ExecuTorch."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from .payload.format import FORMAT_MAJOR, FORMAT_MINOR
+    from .version import __version__
+
+    out = {"executorch_espnn": __version__, "payload_format": f"{FORMAT_MAJOR}.{FORMAT_MINOR}"}
+    for dist in ("torch", "executorch"):
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            out[dist] = "unknown"
+    return out

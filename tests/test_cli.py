@@ -154,3 +154,104 @@ def test_outputs_listed_in_help() -> None:
     for name in OUTPUT_FILES:
         assert name in out.getvalue().replace("\n", " ")
     json.dumps(list(OUTPUT_FILES))
+
+
+# --- successful builds --------------------------------------------------------------------------
+
+ISLAND = """\
+from tests.zoo import ZOO
+
+_Z = ZOO["island_net"]
+
+def model():
+    return _Z.model()
+
+def example_inputs():
+    return _Z.example_inputs()
+
+def calibration_data():
+    return _Z.calibration_data(2)
+"""
+
+
+def test_subprocess_build_writes_everything(tmp_path: Path) -> None:
+    model = _model(tmp_path)
+    r = _subprocess(["build", str(model), "--out", "build/out"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "build" / "out"
+    assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUT_FILES)
+    lines = r.stdout.splitlines()
+    for i, stage in enumerate(("export", "quantize + calibrate", "partition + preprocess", "to_executorch"), 1):
+        assert any(ln.startswith(f"[{i}/4] {stage}") and ln.endswith("...") for ln in lines), stage
+        assert any(ln.startswith(f"[{i}/4] {stage}: ") and ln.endswith(" s") for ln in lines), stage
+    assert any("operators on ESP-NN in 1 partition, 0 on the CPU" in ln for ln in lines)
+    assert "warning: not calibrated: accuracy unknown" in r.stdout
+    report = json.loads((out / "report.json").read_text())
+    assert report["pte_bytes"] == (out / "model.pte").stat().st_size
+    assert report["calibrated"] is False and report["n_cpu_ops"] == 0
+    assert (out / "report.txt").read_text().startswith("ESP-NN lowering report (target esp32s3)")
+    import yaml
+
+    sel = yaml.safe_load((out / "selected_operators.yaml").read_text())
+    assert sel["include_all_operators"] is False
+    assert set(sel["operators"]) == set(report["cpu_kernels"])
+
+
+@pytest.fixture(scope="module")
+def island_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("island")
+    model = d / "island.py"
+    model.write_text(ISLAND)
+    code, out, err = _run(["build", str(model), "--out", str(d / "out"), "--target", "esp32s3"])
+    assert code == 0, err
+    assert "[4/4] to_executorch" in out
+    return d / "out"
+
+
+def test_island_build_lists_cpu_kernels_for_selective_build(island_build: Path) -> None:
+    import yaml
+
+    report = json.loads((island_build / "report.json").read_text())
+    assert report["calibrated"] is True and len(report["partitions"]) == 2
+    assert {op["operator"] for op in report["cpu_ops"]} >= {"aten.abs.default"}
+    sel = yaml.safe_load((island_build / "selected_operators.yaml").read_text())
+    assert "aten::abs.out" in sel["operators"]
+    assert set(sel["operators"]) == set(report["cpu_kernels"])
+    assert all(k in sel["et_kernel_metadata"] for k in sel["operators"])
+    text = (island_build / "report.txt").read_text()
+    assert "aten.abs.default" in text and "no ESP-NN lowering" in text
+
+
+def test_inspect_a_built_pte(island_build: Path) -> None:
+    code, out, _ = _run(["inspect", str(island_build / "model.pte")])
+    assert code == 0
+    assert "2 partitions" in out and "aten::abs.out" in out
+    code, out, _ = _run(["inspect", str(island_build / "model.pte"), "--json"])
+    d = json.loads(out)
+    built = json.loads((island_build / "report.json").read_text())
+    for key in ("arena_bytes", "planned_bytes", "weights_bytes", "state_bytes", "pte_bytes", "cpu_kernels"):
+        assert d[key] == built[key], key
+    assert d["calibrated"] is None
+
+
+def test_build_from_a_ready_pte(island_build: Path, tmp_path: Path) -> None:
+    pte = tmp_path / "ready.pte"
+    pte.write_bytes((island_build / "model.pte").read_bytes())
+    code, out, err = _run(["build", str(pte), "--out", str(tmp_path / "o")])
+    assert code == 0, err
+    assert "no lowering" in out
+    assert (tmp_path / "o" / "model.pte").read_bytes() == pte.read_bytes()
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == sorted(OUTPUT_FILES)
+    code, _, err = _run(["build", str(pte), "--out", str(tmp_path / "s"), "--strict"])
+    assert code == 1 and "--strict:" in err and "aten::abs.out" in err
+    code, _, err = _run(["build", str(pte), "--out", str(tmp_path / "t"), "--target", "esp32"])
+    assert code == 1 and "was built for esp32s3, not esp32; lower the model again with --target esp32" in err
+    assert not (tmp_path / "s").exists() and not (tmp_path / "t").exists()
+
+
+def test_strict_build_fails_naming_operators(tmp_path: Path) -> None:
+    model = tmp_path / "island.py"
+    model.write_text(ISLAND)
+    code, _, err = _run(["build", str(model), "--out", str(tmp_path / "o"), "--strict"])
+    assert code == 1 and err.startswith("error: ") and "aten.abs.default" in err
+    assert not (tmp_path / "o").exists()
