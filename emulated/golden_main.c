@@ -13,6 +13,10 @@
  * The last line is the verdict the test harness looks for; the exit status is 0 only when
  * every case passed.
  */
+#ifdef EMU_HOSTED
+#define _POSIX_C_SOURCE 200112L /* posix_memalign */
+#include <stdlib.h>
+#endif
 #include <stdint.h>
 #include <string.h>
 
@@ -24,7 +28,32 @@
 #define POISON_OUTPUT 0x5Au
 #define POISON_PAYLOAD 0xEEu
 
-/* One bump allocator over the generated pool, reset per case. */
+#ifdef EMU_HOSTED
+/* Hosted sanitizer builds: every allocation is its own exact-size block, so ASan sees a
+ * read or write one byte past any buffer the engine is given. */
+#define MAX_BLOCKS 64
+static void *blocks[MAX_BLOCKS];
+static uint32_t pool_used; /* live blocks */
+
+static void *pool_alloc(uint32_t n, uint32_t misalign)
+{
+    void *b = NULL;
+    const size_t size = (size_t)n + misalign;
+    if (pool_used == MAX_BLOCKS || posix_memalign(&b, 16, size == 0 ? 1u : size) != 0) {
+        return NULL;
+    }
+    blocks[pool_used++] = b;
+    return (uint8_t *)b + misalign; /* the block ends right after the buffer */
+}
+
+static void pool_release(uint32_t mark)
+{
+    while (pool_used > mark) {
+        free(blocks[--pool_used]);
+    }
+}
+#else
+/* Bare metal: one bump allocator over the generated pool, reset per case. */
 static uint32_t pool_used;
 
 static void *pool_alloc(uint32_t n, uint32_t misalign)
@@ -37,6 +66,12 @@ static void *pool_alloc(uint32_t n, uint32_t misalign)
     pool_used = at + need;
     return golden_pool + at + misalign;
 }
+
+static void pool_release(uint32_t mark)
+{
+    pool_used = mark;
+}
+#endif
 
 static void pool_exhausted(void)
 {
@@ -175,7 +210,7 @@ static int run_case(const golden_case_t *c, tally_t *t)
     espnn_status_t st;
 
     /* 1. in place */
-    pool_used = 0;
+    pool_release(0);
     st = setup(c->payload, c->payload_len, 0, &m, &arena, &info, &err);
     if (st != ESPNN_OK) {
         report_error(c->name, "in place", "init", &err);
@@ -186,7 +221,7 @@ static int run_case(const golden_case_t *c, tally_t *t)
     }
 
     /* 2. constants copied, payload scrubbed after init */
-    pool_used = 0;
+    pool_release(0);
     uint8_t *copy = pool_alloc(c->payload_len, 0);
     if (copy == NULL) {
         pool_exhausted();
@@ -204,7 +239,7 @@ static int run_case(const golden_case_t *c, tally_t *t)
     }
 
     /* 3. odd address */
-    pool_used = 0;
+    pool_release(0);
     uint8_t *odd = pool_alloc(c->payload_len, 1);
     if (odd == NULL) {
         pool_exhausted();
@@ -214,7 +249,7 @@ static int run_case(const golden_case_t *c, tally_t *t)
     const uint32_t mark = pool_used;
     st = setup(odd, c->payload_len, 0, &m, &arena, &info, &err);
     if (c->multibyte_consts) {
-        pool_used = mark; /* the refused init's state and arena are not needed */
+        pool_release(mark); /* the refused init's state and arena are not needed */
         if (st != ESPNN_ERR_ALIGNMENT) {
             emu_puts("case ");
             emu_puts(c->name);
@@ -229,7 +264,9 @@ static int run_case(const golden_case_t *c, tally_t *t)
         report_error(c->name, "odd", "init", &err);
         return 1;
     }
-    return invoke_and_compare(c, "odd", &m, arena, info.arena_bytes, 1, t);
+    const int rc = invoke_and_compare(c, "odd", &m, arena, info.arena_bytes, 1, t);
+    pool_release(0);
+    return rc;
 }
 
 int main(void)
@@ -270,5 +307,6 @@ int main(void)
     emu_puts(" compared_bytes=");
     emu_put_u32(t.bytes);
     emu_puts("\n");
+    pool_release(0);
     return failures == 0 ? 0 : 1;
 }

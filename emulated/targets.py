@@ -11,6 +11,11 @@ Two targets, one record each (add a target by adding a record):
 
 Both use our own startup code and linker script (``emulated/<arch>/``), print through
 semihosting, and exit with ``main``'s return value; a trap exits with ``EMU_EXIT_TRAP``.
+
+Two hosted records run the same programs natively under AddressSanitizer and UBSan:
+``host32`` (``gcc -m32``, gcc-multilib: 32-bit ``size_t``) and ``host64``; there every buffer
+the engine gets is its own exact-size allocation (``EMU_HOSTED``), and UBSan's alignment
+check turns any typed load from the odd-address payload into a failure.
 Builds are cached by a hash of every source, flag and compiler version, under
 ``$ESPNN_EMU_CACHE`` or ``<tmp>/executorch_espnn_emu``.
 """
@@ -36,9 +41,16 @@ EXIT_TRAP = 3  # EMU_EXIT_TRAP in emulated/include/emu.h
 EXIT_ABORT = 4  # abort() in emulated/common/emu_abort.c
 
 WARNINGS = ("-std=c11", "-Wall", "-Wextra", "-Werror")
-# freestanding-friendly code generation; -fno-builtin keeps our libgcc supplements honest
-COMMON_CFLAGS = ("-O2", "-g", "-ffunction-sections", "-fdata-sections", "-fno-builtin",
-                 "-ffreestanding")
+# bare metal: -fno-builtin keeps our libgcc supplements honest
+BARE_CFLAGS = ("-O2", "-g", "-ffunction-sections", "-fdata-sections", "-fno-builtin",
+               "-ffreestanding")
+SANITIZE = ("-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+            "-fno-omit-frame-pointer", "-DEMU_HOSTED")
+# the sanitizers' own exit codes, so a report is never mistaken for the program's status
+SANITIZER_ENV = {
+    "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:exitcode=86",
+    "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1:exitcode=87",
+}
 
 
 class ToolMissing(RuntimeError):
@@ -52,17 +64,22 @@ class Target:
     cflags: tuple[str, ...]
     ldflags: tuple[str, ...]
     runtime: tuple[Path, ...]  # startup, semihosting and support sources
-    qemu: tuple[str, ...]  # the command up to (not including) the ELF path
+    qemu: tuple[str, ...]  # the command up to (not including) the ELF path; () runs natively
     packages: tuple[str, ...]  # Debian packages providing cc, libc and qemu
+    env: tuple[tuple[str, str], ...] = ()
 
-    def tools(self) -> tuple[str, str]:
-        return self.cc, self.qemu[0]
+    @property
+    def emulated(self) -> bool:
+        return bool(self.qemu)
+
+    def tools(self) -> tuple[str, ...]:
+        return (self.cc, self.qemu[0]) if self.qemu else (self.cc,)
 
 
 RV32 = Target(
     name="rv32imac",
     cc="riscv64-unknown-elf-gcc",
-    cflags=("-march=rv32imac", "-mabi=ilp32", "-mcmodel=medany",
+    cflags=(*BARE_CFLAGS, "-march=rv32imac", "-mabi=ilp32", "-mcmodel=medany",
             "--specs=/usr/lib/picolibc/riscv64-unknown-elf/picolibc.specs"),
     ldflags=("-nostartfiles", "-T", str(EMU / "riscv32" / "link.ld"),
              "-Wl,--gc-sections", "-Wl,--no-warn-rwx-segments"),
@@ -76,7 +93,7 @@ RV32 = Target(
 LX106 = Target(
     name="lx106",
     cc="xtensa-lx106-elf-gcc",
-    cflags=("-mtext-section-literals", "-mlongcalls",
+    cflags=(*BARE_CFLAGS, "-mtext-section-literals", "-mlongcalls",
             "--specs=/usr/lib/xtensa-lx106-elf/picolibc.specs"),
     ldflags=("-nostartfiles", "-T", str(EMU / "xtensa_lx106" / "link.ld"),
              "-Wl,--gc-sections", "-Wl,--no-warn-rwx-segments"),
@@ -88,7 +105,30 @@ LX106 = Target(
     packages=("gcc-xtensa-lx106", "picolibc-xtensa-lx106-elf", "qemu-system-misc"),
 )
 
-TARGETS: dict[str, Target] = {t.name: t for t in (RV32, LX106)}
+HOST32 = Target(
+    name="host32",
+    cc="gcc",
+    cflags=("-m32", *SANITIZE),
+    ldflags=("-m32", "-fsanitize=address,undefined"),
+    runtime=(EMU / "host" / "host.c", EMU / "common" / "emu_print.c"),
+    qemu=(),
+    packages=("gcc-multilib",),
+    env=tuple(SANITIZER_ENV.items()),
+)
+
+HOST64 = Target(
+    name="host64",
+    cc="gcc",
+    cflags=SANITIZE,
+    ldflags=("-fsanitize=address,undefined",),
+    runtime=(EMU / "host" / "host.c", EMU / "common" / "emu_print.c"),
+    qemu=(),
+    packages=("gcc",),
+    env=tuple(SANITIZER_ENV.items()),
+)
+
+TARGETS: dict[str, Target] = {t.name: t for t in (RV32, LX106, HOST32, HOST64)}
+EMULATED: dict[str, Target] = {n: t for n, t in TARGETS.items() if t.emulated}
 
 
 def require_tools(target: Target) -> None:
@@ -149,7 +189,7 @@ def _check(cmd: Sequence[str], what: str) -> None:
 
 
 def _flags(target: Target, defines: Sequence[str]) -> list[str]:
-    return [*WARNINGS, *COMMON_CFLAGS, *target.cflags, *(f"-D{d}" for d in defines)]
+    return [*WARNINGS, *target.cflags, *(f"-D{d}" for d in defines)]
 
 
 def build_library(target: Target, sources: Sequence[Path], name: str,
@@ -161,7 +201,7 @@ def build_library(target: Target, sources: Sequence[Path], name: str,
     out = cache_dir() / f"lib{name}-{target.name}-{_hash(target, sources, incs, flags)}.a"
     if out.exists():
         return out
-    ar = target.cc.removesuffix("gcc") + "ar"
+    ar = target.cc.removesuffix("gcc") + "ar" if target.emulated else "ar"
     with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
         objs = []
         for i, src in enumerate(sources):
@@ -225,6 +265,7 @@ def run(target: Target, elf: Path, timeout: float = 120.0) -> EmuRun:
     require_tools(target)
     cmd = ["timeout", "--kill-after=5", str(timeout), *target.qemu, str(elf)]
     r = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, check=False)
+                       stderr=subprocess.STDOUT, env={**os.environ, **dict(target.env)},
+                       check=False)
     text = r.stdout.decode("utf-8", errors="replace").replace("\r\n", "\n")
     return EmuRun(None if r.returncode in (124, 137) else r.returncode, text)

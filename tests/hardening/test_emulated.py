@@ -2,7 +2,8 @@
 
 The golden suite's payloads, inputs and reference outputs (``run_delegate``) are compiled
 into one program per target (``emulated/golden.py``); the run must print a passing verdict
-naming every case and exit 0.  The harness itself is tested too: exit status propagation, a
+naming every case and exit 0.  The same program also runs natively under ASan and UBSan,
+built ``-m32`` (32-bit ``size_t``) and 64-bit, each buffer an exact-size allocation.  The harness itself is tested too: exit status propagation, a
 trap (an unaligned load on the lx106) and a hang are each reported as failures, and a wrong
 expected byte makes the golden run fail.  A missing cross tool fails the test (``.ci/run``
 installs them), it never skips.
@@ -17,7 +18,8 @@ import pytest
 
 from emulated import golden, targets
 
-TARGET_NAMES = list(targets.TARGETS)
+TARGET_NAMES = list(targets.TARGETS)  # the emulated targets and the host sanitizer builds
+EMULATED = list(targets.EMULATED)
 SMOKE = targets.EMU / "smoke.c"
 LIBGCC_CHECK = Path(__file__).resolve().parent / "c" / "libgcc_extra_check.c"
 GOLDEN_SOURCE = "tests/payload_factory.py all_cases(seed=0)"
@@ -58,7 +60,7 @@ def test_lx106_libgcc_supplements_match_host_fpu(tmp_path: Path) -> None:
         assert f"{helper} ok" in r.stdout
 
 
-@pytest.mark.parametrize("name", TARGET_NAMES)
+@pytest.mark.parametrize("name", EMULATED)
 def test_smoke_runs_and_exit_status_propagates(name: str) -> None:
     t = targets.TARGETS[name]
     r = _smoke(t)
@@ -70,7 +72,7 @@ def test_smoke_runs_and_exit_status_propagates(name: str) -> None:
     assert "smoke: PASS 0 failures" in r7.output
 
 
-@pytest.mark.parametrize("name", TARGET_NAMES)
+@pytest.mark.parametrize("name", EMULATED)
 def test_trap_fails_the_run(name: str) -> None:
     r = _smoke(targets.TARGETS[name], "EMU_SMOKE_TRAP")
     assert r.returncode == targets.EXIT_TRAP, r.output
@@ -92,7 +94,7 @@ def test_rv32_misaligned_load_is_silent() -> None:
     assert "smoke: unaligned load gives 0x05040302" in r.output
 
 
-@pytest.mark.parametrize("name", TARGET_NAMES)
+@pytest.mark.parametrize("name", EMULATED)
 def test_hang_is_a_timeout_without_verdict(name: str) -> None:
     t = targets.TARGETS[name]
     elf = targets.build(t, [SMOKE], "smoke", defines=["EMU_SMOKE_HANG"])
