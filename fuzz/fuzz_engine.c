@@ -38,16 +38,16 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 /* How deep the inputs got, printed at exit: evidence that invoke is really reached. */
 static struct {
-    unsigned long long inputs, exercised, valid, bound, invoked, too_big;
+    unsigned long long inputs, exercised, valid, bound, invoked, too_big, misaligned;
 } stats;
 
 static void print_stats(void)
 {
     fprintf(stderr,
             "fuzz_engine: %llu inputs, %llu exercises: %llu valid payloads, %llu bound, "
-            "%llu invoked, %llu too big to bind or run\n",
+            "%llu invoked, %llu too big to bind or run, %llu refused as misaligned\n",
             stats.inputs, stats.exercised, stats.valid, stats.bound, stats.invoked,
-            stats.too_big);
+            stats.too_big, stats.misaligned);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -259,6 +259,7 @@ static void exercise(uint8_t *payload, size_t len, int placement, uint64_t seed)
             fuzz_fail("init failed after inspect passed", st, err.tensor);
         }
         check_error(st, &err);
+        stats.misaligned++;
         goto done;
     }
     stats.bound++;
