@@ -205,8 +205,11 @@ class ReplayResult:
     depth: DepthStats | None
 
 
-def run_replay(exe: Path, paths: Sequence[Path], timeout: float = 600) -> ReplayResult:
-    r = subprocess.run([str(exe), *map(str, paths)], capture_output=True, text=True,
+def run_replay(exe: Path, paths: Sequence[Path], timeout: float = 600,
+               verdicts: bool = False) -> ReplayResult:
+    """Replay files/directories; with ``verdicts`` the log has espnn_inspect's verdict per file."""
+    flag = ["--verdicts"] if verdicts else []
+    r = subprocess.run([str(exe), *flag, *map(str, paths)], capture_output=True, text=True,
                        timeout=timeout, env={**os.environ, **SANITIZER_ENV}, check=False)
     log = r.stdout + r.stderr
     return ReplayResult(r.returncode, log, parse_depth(log))

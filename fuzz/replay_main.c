@@ -2,7 +2,9 @@
  * Runs fuzz_engine.c's LLVMFuzzerTestOneInput over files and directories without libFuzzer:
  * the gcc -m32 -fsanitize=address,undefined build replays the fuzz corpus with 32-bit size_t.
  *
- *   fuzz_replay PATH...     prints "replayed N inputs, B bytes"; a finding aborts
+ *   fuzz_replay PATH...             prints "replayed N inputs, B bytes"; a finding aborts
+ *   fuzz_replay --verdicts FILE...  also prints espnn_inspect's verdict on each file, from an
+ *                                   exact-size buffer: "FILE<TAB>STATUS<TAB>field<TAB>op<TAB>tensor"
  */
 #define _POSIX_C_SOURCE 200809L /* stat, opendir */
 #include <dirent.h>
@@ -12,9 +14,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "espnn_engine.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
+static int print_verdicts;
 static unsigned long n_inputs;
 static unsigned long long n_bytes;
 
@@ -43,6 +48,15 @@ static int replay_file(const char *path)
         return 1;
     }
     fclose(f);
+    if (print_verdicts) {
+        espnn_info_t info;
+        espnn_error_t err;
+        const espnn_status_t st = espnn_inspect(buf, (size_t)n, &info, &err);
+        printf("%s\t%s\t%s\t%d\t%d\n", path, espnn_status_name(st),
+               st != ESPNN_OK && err.field != NULL ? err.field : "-",
+               st != ESPNN_OK ? (int)err.op : -1, st != ESPNN_OK ? (int)err.tensor : -1);
+        fflush(stdout);
+    }
     LLVMFuzzerTestOneInput(buf, (size_t)n);
     free(buf);
     n_inputs++;
@@ -84,7 +98,12 @@ int main(int argc, char **argv)
         return 1;
     }
     LLVMFuzzerInitialize(&argc, &argv);
-    for (int i = 1; i < argc; i++) {
+    int first = 1;
+    if (strcmp(argv[1], "--verdicts") == 0) {
+        print_verdicts = 1;
+        first = 2;
+    }
+    for (int i = first; i < argc; i++) {
         if (replay(argv[i]) != 0) {
             return 1;
         }
