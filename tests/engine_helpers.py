@@ -49,6 +49,9 @@ HOST = Variant("host", ("-O2", "-DESPNN_HOST_STRICT"))
 M32 = Variant("m32", ("-m32", "-O2", "-DESPNN_HOST_STRICT"))
 ASAN64 = Variant("asan64", (*SANITIZE, "-DESPNN_HOST_STRICT"), env=SANITIZER_ENV)
 ASAN32 = Variant("asan32", ("-m32", *SANITIZE, "-DESPNN_HOST_STRICT"), env=SANITIZER_ENV)
+# what an ESP32-S3 build sees: the engine knows its chip, and ESP-NN asks for scratch
+CHIP = Variant("chip", (*SANITIZE, "-DESPNN_HOST_STRICT", "-DESPNN_BUILD_TARGET=3",
+                        "-DHN_TEST_SCRATCH_BYTES=64"), env=SANITIZER_ENV)
 
 
 def esp_nn_variant(esp_nn_dir: Path) -> Variant:

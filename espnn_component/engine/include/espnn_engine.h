@@ -101,7 +101,12 @@ espnn_status_t espnn_inspect(const void *payload, size_t len, espnn_info_t *info
 
 /* Validate, then decode the payload into `state` and bind `arena`.  `consts` is NULL to use
  * the payload's constants in place (zero copy from flash), or a 16-byte aligned copy of the
- * info.const_bytes bytes at info.const_offset. */
+ * info.const_bytes bytes at info.const_offset.
+ * Fails with ESPNN_ERR_MEMORY if state_bytes/arena_bytes are below what espnn_inspect()
+ * reported, ESPNN_ERR_ALIGNMENT if state is not 4-byte aligned, arena not 16-byte aligned,
+ * or a multi-byte constant does not sit at a multiple of its element size (err->tensor
+ * names it: a payload copied to an odd address), and with any espnn_inspect() error.
+ * `model` is reset first: after a failure model->ready is 0 and invoke refuses it. */
 espnn_status_t espnn_init(espnn_model_t *model, const void *payload, size_t len,
                           const void *consts, void *state, size_t state_bytes, void *arena,
                           size_t arena_bytes, espnn_error_t *err);
@@ -109,11 +114,15 @@ espnn_status_t espnn_init(espnn_model_t *model, const void *payload, size_t len,
 espnn_status_t espnn_io_info(const espnn_model_t *model, int is_output, uint32_t index,
                              espnn_io_info_t *out);
 
-/* Bind the buffer of delegate input/output `index`; nbytes must equal its io_info nbytes. */
+/* Bind the buffer of delegate input/output `index`; nbytes must equal its io_info nbytes
+ * (else ESPNN_ERR_IO) and a float32 buffer must be 4-byte aligned (else
+ * ESPNN_ERR_ALIGNMENT).  Buffers must not overlap each other or the arena. */
 espnn_status_t espnn_set_io(espnn_model_t *model, int is_output, uint32_t index, void *data,
                             size_t nbytes);
 
-/* Run every op.  Allocates nothing; sets the ESP-NN scratch pointers before each call. */
+/* Run every op.  Allocates nothing; sets the ESP-NN scratch pointers before each call.
+ * ESPNN_ERR_STATE without a successful init, ESPNN_ERR_IO if an input/output is unbound;
+ * once validated a payload cannot fail here. */
 espnn_status_t espnn_invoke(espnn_model_t *model, espnn_error_t *err);
 
 const char *espnn_status_name(espnn_status_t status);

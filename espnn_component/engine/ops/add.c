@@ -4,7 +4,7 @@
  * position for a per-channel operand); runs shorter than MIN_KERNEL_RUN use the engine's own
  * loop with the same arithmetic.
  */
-#include "esp_nn.h"
+#include "espnn_esp_nn.h"
 #include "espnn_broadcast.h"
 #include "espnn_fixedpoint.h"
 
@@ -31,7 +31,7 @@ typedef struct add_state {
     espnn_bcast_t plan;
 } add_state_t;
 #define ADD_STATE_BYTES 104u
-ESPNN_STATIC_ASSERT(sizeof(add_state_t) == ADD_STATE_BYTES, "add state");
+ESPNN_FAMILY_STATE(add_state_t, ADD_STATE_BYTES);
 
 static espnn_status_t prepare(espnn_prep_t *p)
 {

@@ -11,7 +11,7 @@ typedef struct concat_state {
     uint32_t axis;
 } concat_state_t;
 #define CONCAT_STATE_BYTES 12u
-ESPNN_STATIC_ASSERT(sizeof(concat_state_t) == CONCAT_STATE_BYTES, "concat state");
+ESPNN_FAMILY_STATE(concat_state_t, CONCAT_STATE_BYTES);
 
 static espnn_status_t prepare(espnn_prep_t *p)
 {

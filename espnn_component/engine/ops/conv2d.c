@@ -5,7 +5,7 @@
  */
 #include <stddef.h>
 
-#include "esp_nn.h"
+#include "espnn_esp_nn.h"
 #include "espnn_conv_common.h"
 #include "espnn_fixedpoint.h"
 
@@ -15,7 +15,7 @@ typedef struct conv_state {
     espnn_conv_geom_t g;
 } conv_state_t;
 #define CONV_STATE_BYTES 52u
-ESPNN_STATIC_ASSERT(sizeof(conv_state_t) == CONV_STATE_BYTES, "conv state");
+ESPNN_FAMILY_STATE(conv_state_t, CONV_STATE_BYTES);
 
 static void espnn_dims(const espnn_conv_geom_t *g, data_dims_t *in, data_dims_t *filt,
                        data_dims_t *out, conv_params_t *cp)

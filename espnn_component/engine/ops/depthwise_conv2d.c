@@ -5,7 +5,7 @@
  */
 #include <stddef.h>
 
-#include "esp_nn.h"
+#include "espnn_esp_nn.h"
 #include "espnn_conv_common.h"
 #include "espnn_fixedpoint.h"
 
@@ -15,7 +15,7 @@ typedef struct dw_state {
     espnn_conv_geom_t g;
 } dw_state_t;
 #define DW_STATE_BYTES 52u
-ESPNN_STATIC_ASSERT(sizeof(dw_state_t) == DW_STATE_BYTES, "depthwise state");
+ESPNN_FAMILY_STATE(dw_state_t, DW_STATE_BYTES);
 
 #define INT16_SPAN 32767u
 

@@ -6,7 +6,7 @@
  */
 #include <stddef.h>
 
-#include "esp_nn.h"
+#include "espnn_esp_nn.h"
 #include "espnn_internal.h"
 #include "espnn_util.h"
 
@@ -20,7 +20,7 @@ typedef struct fc_state {
     int32_t mult, shift; /* per-tensor kernel only */
 } fc_state_t;
 #define FC_STATE_BYTES 32u
-ESPNN_STATIC_ASSERT(sizeof(fc_state_t) == FC_STATE_BYTES, "fc state");
+ESPNN_FAMILY_STATE(fc_state_t, FC_STATE_BYTES);
 
 static espnn_status_t prepare(espnn_prep_t *p)
 {

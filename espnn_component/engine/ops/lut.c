@@ -8,7 +8,7 @@ typedef struct lut_state {
     uint32_t count;
 } lut_state_t;
 #define LUT_STATE_BYTES 4u
-ESPNN_STATIC_ASSERT(sizeof(lut_state_t) == LUT_STATE_BYTES, "lut state");
+ESPNN_FAMILY_STATE(lut_state_t, LUT_STATE_BYTES);
 
 static espnn_status_t prepare(espnn_prep_t *p)
 {

@@ -14,7 +14,7 @@ typedef struct mean_state {
     int32_t in_offset, out_offset, mult, shift;
 } mean_state_t;
 #define MEAN_STATE_BYTES 24u
-ESPNN_STATIC_ASSERT(sizeof(mean_state_t) == MEAN_STATE_BYTES, "mean state");
+ESPNN_FAMILY_STATE(mean_state_t, MEAN_STATE_BYTES);
 
 static espnn_status_t prepare(espnn_prep_t *p)
 {

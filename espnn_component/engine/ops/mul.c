@@ -8,7 +8,7 @@
  * nudge (not TFLite's), so on S3 optimised builds the per-channel case uses the elementwise
  * kernel per run instead, keeping results bit-exact with the reference.
  */
-#include "esp_nn.h"
+#include "espnn_esp_nn.h"
 #include "espnn_broadcast.h"
 #include "espnn_fixedpoint.h"
 
@@ -45,7 +45,7 @@ typedef struct mul_state {
     espnn_bcast_t plan;
 } mul_state_t;
 #define MUL_STATE_BYTES 88u
-ESPNN_STATIC_ASSERT(sizeof(mul_state_t) == MUL_STATE_BYTES, "mul state");
+ESPNN_FAMILY_STATE(mul_state_t, MUL_STATE_BYTES);
 
 static espnn_status_t prepare(espnn_prep_t *p)
 {
@@ -117,14 +117,15 @@ static void run_own(const espnn_exec_t *x, uint32_t a, uint32_t b, uint32_t o, u
 static void eval(const espnn_exec_t *x)
 {
     const mul_state_t *s = (const mul_state_t *)x->data;
-    const int32_t *p = s->p;
     const uint32_t n = x->tensors[x->op->output].nbytes;
     switch (x->op->kernel) {
     case MUL_KERNEL_ELEMENTWISE:
         run_kernel(x, 0, 0, 0, n);
         break;
+#if ESPNN_USE_MUL_BROADCAST_CHANNEL
     case MUL_KERNEL_CHANNEL_B:
     case MUL_KERNEL_CHANNEL_A: {
+        const int32_t *p = s->p;
         const bool swap = x->op->kernel == MUL_KERNEL_CHANNEL_A;
         esp_nn_mul_broadcast_channel_s8(
             (const int8_t *)x->in[swap ? 1 : 0], (const int8_t *)x->in[swap ? 0 : 1],
@@ -134,6 +135,7 @@ static void eval(const espnn_exec_t *x)
             (int32_t)s->channels);
         break;
     }
+#endif
     case MUL_KERNEL_RUNS:
         espnn_bcast_for_each(x, &s->plan, run_kernel);
         break;

@@ -15,7 +15,7 @@ typedef struct pad_state {
     uint32_t nbytes;
 } pad_state_t;
 #define PAD_STATE_BYTES 56u
-ESPNN_STATIC_ASSERT(sizeof(pad_state_t) == PAD_STATE_BYTES, "pad state");
+ESPNN_FAMILY_STATE(pad_state_t, PAD_STATE_BYTES);
 
 static espnn_status_t prepare(espnn_prep_t *p)
 {

@@ -6,7 +6,7 @@
  */
 #include <stddef.h>
 
-#include "esp_nn.h"
+#include "espnn_esp_nn.h"
 #include "espnn_fixedpoint.h"
 #include "espnn_internal.h"
 
@@ -34,7 +34,7 @@ typedef struct pool_state {
     int32_t zero_point; /* divisor_mode 1: padding taps hold real 0 */
 } pool_state_t;
 #define POOL_STATE_BYTES 40u
-ESPNN_STATIC_ASSERT(sizeof(pool_state_t) == POOL_STATE_BYTES, "pool state");
+ESPNN_FAMILY_STATE(pool_state_t, POOL_STATE_BYTES);
 
 static espnn_status_t prepare(espnn_prep_t *p, bool avg)
 {
@@ -78,8 +78,10 @@ static espnn_status_t prepare(espnn_prep_t *p, bool avg)
     if (st == ESPNN_OK) {
         st = espnn_prep_param(p, POOL_P_PR, 0, kw / 2, &pr);
     }
-    if (st == ESPNN_OK && (int64_t)kh * kw > ESPNN_MAX_POOL_WINDOW) {
-        st = espnn_prep_fail(p, "kernel_h", (int64_t)kh * kw, ESPNN_MAX_POOL_WINDOW);
+    /* kh, kw <= 65535: the product fits in 32 unsigned bits */
+    const uint32_t window = (uint32_t)kh * (uint32_t)kw;
+    if (st == ESPNN_OK && window > ESPNN_MAX_POOL_WINDOW) {
+        st = espnn_prep_fail(p, "kernel_h", window, ESPNN_MAX_POOL_WINDOW);
     }
     if (st == ESPNN_OK) {
         st = espnn_prep_act(p, POOL_P_ACT_MIN, POOL_P_ACT_MAX);

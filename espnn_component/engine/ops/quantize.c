@@ -15,7 +15,7 @@ typedef struct quant_state {
     uint32_t identity; /* no permutation: a flat loop */
 } quant_state_t;
 #define QUANT_STATE_BYTES 44u
-ESPNN_STATIC_ASSERT(sizeof(quant_state_t) == QUANT_STATE_BYTES, "quant state");
+ESPNN_FAMILY_STATE(quant_state_t, QUANT_STATE_BYTES);
 
 static bool is_identity(const espnn_prep_t *p)
 {

@@ -9,7 +9,7 @@ typedef struct reshape_state {
     uint32_t nbytes;
 } reshape_state_t;
 #define RESHAPE_STATE_BYTES 4u
-ESPNN_STATIC_ASSERT(sizeof(reshape_state_t) == RESHAPE_STATE_BYTES, "reshape state");
+ESPNN_FAMILY_STATE(reshape_state_t, RESHAPE_STATE_BYTES);
 
 static espnn_status_t prepare(espnn_prep_t *p)
 {

@@ -12,7 +12,7 @@ typedef struct slice_state {
     uint32_t esize;
 } slice_state_t;
 #define SLICE_STATE_BYTES 40u
-ESPNN_STATIC_ASSERT(sizeof(slice_state_t) == SLICE_STATE_BYTES, "slice state");
+ESPNN_FAMILY_STATE(slice_state_t, SLICE_STATE_BYTES);
 
 static espnn_status_t prepare(espnn_prep_t *p)
 {

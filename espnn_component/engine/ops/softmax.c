@@ -13,7 +13,7 @@
  * summed in Q12.19, the sum is normalised and inverted by Newton-Raphson, and each exp times
  * the reciprocal is rounded to 8 bits.
  */
-#include "esp_nn.h"
+#include "espnn_esp_nn.h"
 #include "espnn_fixedpoint.h"
 #include "espnn_internal.h"
 
@@ -26,7 +26,7 @@ typedef struct softmax_state {
     int32_t mult, shift, diff_min;
 } softmax_state_t;
 #define SOFTMAX_STATE_BYTES 20u
-ESPNN_STATIC_ASSERT(sizeof(softmax_state_t) == SOFTMAX_STATE_BYTES, "softmax state");
+ESPNN_FAMILY_STATE(softmax_state_t, SOFTMAX_STATE_BYTES);
 
 static espnn_status_t prepare(espnn_prep_t *p)
 {

@@ -8,7 +8,7 @@ typedef struct transpose_state {
     uint32_t esize;
 } transpose_state_t;
 #define TRANSPOSE_STATE_BYTES 36u
-ESPNN_STATIC_ASSERT(sizeof(transpose_state_t) == TRANSPOSE_STATE_BYTES, "transpose state");
+ESPNN_FAMILY_STATE(transpose_state_t, TRANSPOSE_STATE_BYTES);
 
 static espnn_status_t prepare(espnn_prep_t *p)
 {

@@ -8,7 +8,7 @@ typedef struct upsample_state {
     uint32_t n, h, w, c, oh, ow;
 } upsample_state_t;
 #define UPSAMPLE_STATE_BYTES 24u
-ESPNN_STATIC_ASSERT(sizeof(upsample_state_t) == UPSAMPLE_STATE_BYTES, "upsample state");
+ESPNN_FAMILY_STATE(upsample_state_t, UPSAMPLE_STATE_BYTES);
 
 static espnn_status_t prepare(espnn_prep_t *p)
 {

@@ -2,13 +2,18 @@
 #include "espnn_conv_common.h"
 #include "espnn_util.h"
 
-/* output size, or -1 when the (dilated) kernel is larger than the padded input */
+/* Output size, or -1 when the (dilated) kernel is larger than the padded input.  All
+ * operands are <= 65535, so 32-bit unsigned arithmetic is exact (and needs no 64-bit
+ * division helper on targets without one). */
 static int64_t conv_out(uint32_t size, int32_t pad_a, int32_t pad_b, uint32_t k, int32_t stride,
                         int32_t dil)
 {
-    const int64_t eff = (int64_t)dil * ((int64_t)k - 1) + 1;
-    const int64_t span = (int64_t)size + pad_a + pad_b - eff;
-    return span < 0 ? -1 : span / stride + 1;
+    const uint32_t eff = (uint32_t)dil * (k - 1u); /* <= 65535 * 65534: fits; +1 below */
+    const uint32_t padded = size + (uint32_t)pad_a + (uint32_t)pad_b; /* <= 3 * 65535 */
+    if (eff >= padded) {
+        return -1;
+    }
+    return (int64_t)((padded - eff - 1u) / (uint32_t)stride + 1u);
 }
 
 espnn_status_t espnn_prep_conv(espnn_prep_t *p, bool depthwise, espnn_conv_geom_t *g)

@@ -62,21 +62,32 @@ static void put_str(text_t *t, const char *s)
     }
 }
 
+/* Decimal by repeated subtraction of powers of ten: no 64-bit division, which some
+ * bare-metal libgcc builds (Xtensa lx106) do not provide. */
 static void put_int(text_t *t, int64_t v)
 {
-    char digits[24];
-    int n = 0;
+    static const uint64_t pow10[20] = {
+        1u, 10u, 100u, 1000u, 10000u, 100000u, 1000000u, 10000000u, 100000000u,
+        1000000000u, 10000000000u, 100000000000u, 1000000000000u, 10000000000000u,
+        100000000000000u, 1000000000000000u, 10000000000000000u, 100000000000000000u,
+        1000000000000000000u, 10000000000000000000u,
+    };
     /* magnitude in unsigned so INT64_MIN has one too */
     uint64_t m = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    do {
-        digits[n++] = (char)('0' + (int)(m % 10u));
-        m /= 10u;
-    } while (m != 0);
+    int top = 0;
+    while (top < 19 && pow10[top + 1] <= m) {
+        top++;
+    }
     if (v < 0) {
         put_char(t, '-');
     }
-    while (n > 0) {
-        put_char(t, digits[--n]);
+    for (int i = top; i >= 0; i--) {
+        int digit = 0;
+        while (m >= pow10[i]) {
+            m -= pow10[i];
+            digit++;
+        }
+        put_char(t, (char)('0' + digit));
     }
 }
 

@@ -89,8 +89,13 @@ ESPNN_STATIC_ASSERT(sizeof(espnn_io_rt_t) == ESPNN_STATE_IO_BYTES, "io record");
 ESPNN_STATIC_ASSERT(sizeof(espnn_op_rt_t) == ESPNN_STATE_OP_BYTES, "op record");
 ESPNN_STATIC_ASSERT(sizeof(float) == 4, "float32");
 
-/* Largest family state; families static-assert their own size against it. */
+/* Largest family state.  Each family pins its struct's size with ESPNN_FAMILY_STATE: the
+ * number is part of the state_bytes formula that executorch_espnn/payload/state.py mirrors. */
 #define ESPNN_MAX_FAMILY_STATE 128u
+#define ESPNN_FAMILY_STATE(type, bytes)                                              \
+    ESPNN_STATIC_ASSERT(sizeof(type) == (bytes) && (bytes) % 4u == 0 &&              \
+                            (bytes) <= ESPNN_MAX_FAMILY_STATE,                       \
+                        #type " must be " #bytes " bytes (update payload/state.py)")
 
 /* ---- op specs (mirror of executorch_espnn/payload/format.py OP_SPECS) ------------------ */
 
@@ -207,9 +212,11 @@ uint32_t espnn_dtype_size(uint32_t dtype);
 
 /* ---- the target this runtime's kernels belong to --------------------------------------- */
 /* -1: any (host simulator, bare-metal test builds).  On ESP-IDF, the chip's target id. */
-#ifndef ESPNN_BUILD_TARGET
 #if defined(ESP_PLATFORM)
 #include "sdkconfig.h"
+#endif
+#ifndef ESPNN_BUILD_TARGET
+#if defined(ESP_PLATFORM)
 #if defined(CONFIG_IDF_TARGET_ESP32)
 #define ESPNN_BUILD_TARGET ESPNN_TARGET_ESP32
 #elif defined(CONFIG_IDF_TARGET_ESP32S2)

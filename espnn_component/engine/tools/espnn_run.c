@@ -174,7 +174,15 @@ int main(int argc, char **argv)
     arena = aligned_alloc(16, ((size_t)info.arena_bytes + 16) / 16 * 16);
     if (copy_consts) {
         consts = aligned_alloc(16, ((size_t)info.const_bytes + 16) / 16 * 16);
-        memcpy(consts, payload + info.const_offset, info.const_bytes);
+        if (consts != NULL) {
+            memcpy(consts, payload + info.const_offset, info.const_bytes);
+        }
+    }
+    if (state == NULL || arena == NULL || (copy_consts && consts == NULL)) {
+        fprintf(stderr, "espnn_run: out of memory (state %u, arena %u bytes)\n",
+                info.state_bytes, info.arena_bytes);
+        rc = 1;
+        goto done;
     }
     /* poison the arena: nothing may depend on its initial contents */
     memset(arena, 0xA5, info.arena_bytes);
@@ -194,9 +202,12 @@ int main(int argc, char **argv)
         uint8_t *data = NULL;
         if (zero_inputs) {
             n = io.nbytes;
-            blocks[k] = aligned_alloc(16, (n + 16) / 16 * 16);
+            blocks[k] = calloc(1, n + 16); /* malloc alignment covers float32 */
             data = (uint8_t *)blocks[k];
-            memset(data, 0, n);
+            if (data == NULL) {
+                rc = 1;
+                goto done;
+            }
         } else if (i >= argc) {
             fprintf(stderr, "espnn_run: missing input %u (%u bytes)\n", k, io.nbytes);
             rc = 3;
@@ -220,6 +231,10 @@ int main(int argc, char **argv)
         espnn_io_info_t io;
         espnn_io_info(&model, 1, k, &io);
         blocks[ESPNN_MAX_IO + k] = aligned_alloc(16, ((size_t)io.nbytes + 16) / 16 * 16);
+        if (blocks[ESPNN_MAX_IO + k] == NULL) {
+            rc = 1;
+            goto done;
+        }
         memset(blocks[ESPNN_MAX_IO + k], 0x5A, io.nbytes);
         espnn_set_io(&model, 1, k, blocks[ESPNN_MAX_IO + k], io.nbytes);
     }

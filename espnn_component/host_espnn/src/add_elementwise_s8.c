@@ -8,7 +8,7 @@ static int32_t rescale_input(int32_t q, int32_t offset, int32_t left_shift, int3
                              int32_t shift)
 {
     int ls = left_shift < 0 ? 0 : (left_shift > 31 ? 31 : (int)left_shift);
-    int32_t v = hn_wrap32((int64_t)(q + offset) * ((int64_t)1 << ls));
+    int32_t v = hn_wrap32((int64_t)(q + offset) * (int64_t)((uint32_t)1 << ls));
     return hn_rdbp_neg(hn_srdhm(v, mult), shift);
 }
 

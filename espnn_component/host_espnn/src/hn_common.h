@@ -25,6 +25,12 @@
 #define HN_REQUIRE(cond) ((void)0)
 #endif
 
+/* The reference kernels need no scratch.  Tests set this to exercise the engine's check that
+ * a payload carries as much scratch as the ESP-NN build asks for. */
+#ifndef HN_TEST_SCRATCH_BYTES
+#define HN_TEST_SCRATCH_BYTES 0
+#endif
+
 /* Two's complement wrap of a 64-bit value to int32, spelled portably: what a 32-bit
  * register holds after an overflowing add on the device. */
 static inline int32_t hn_wrap32(int64_t v)
@@ -72,7 +78,7 @@ static inline int32_t hn_rdbp_neg(int32_t x, int32_t shift)
 static inline int32_t hn_requant(int32_t x, int32_t mult, int32_t shift)
 {
     if (shift > 0) {
-        x = hn_wrap32((int64_t)x * ((int64_t)1 << (shift > 31 ? 31 : shift)));
+        x = hn_wrap32((int64_t)x * (int64_t)((uint32_t)1 << (shift > 31 ? 31 : shift)));
         return hn_srdhm(x, mult);
     }
     return hn_rdbp_neg(hn_srdhm(x, mult), shift);

@@ -18,7 +18,7 @@ int32_t esp_nn_get_softmax_scratch_size(const int32_t width, const int32_t heigh
 {
     (void)width;
     (void)height;
-    return 0;
+    return HN_TEST_SCRATCH_BYTES;
 }
 
 void esp_nn_set_softmax_scratch_buf(void *buffer)
@@ -120,7 +120,7 @@ static int32_t rdbp_wide(int32_t x, int e)
 static int32_t rescaled_diff(int32_t diff, int32_t mult, int32_t shift)
 {
     int s = shift < 0 ? 0 : (shift > 31 ? 31 : (int)shift);
-    return hn_srdhm(hn_wrap32((int64_t)diff * ((int64_t)1 << s)), mult);
+    return hn_srdhm(hn_wrap32((int64_t)diff * (int64_t)((uint32_t)1 << s)), mult);
 }
 
 void esp_nn_softmax_s8(const int8_t *input_data, const int32_t height, const int32_t width,
