@@ -43,5 +43,17 @@ class HostRuntimeError(EspNNError):
     """Loading or running a program on the host runtime failed."""
 
 
+class KconfigError(EspNNError):
+    """The Kconfig or an sdkconfig file cannot be resolved (unknown option, refused value)."""
+
+
+class SelectiveBuildError(EspNNError):
+    """The CPU operator list cannot be turned into a kernel registration."""
+
+
+class QuantizerConfigError(EspNNError):
+    """A quantization config asks for a scheme ESP-NN cannot execute."""
+
+
 class DelegateInputError(EspNNError, ValueError):
     """Arrays passed to a delegate (reference or host run) do not match its inputs."""

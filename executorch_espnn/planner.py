@@ -3,12 +3,24 @@
 API used by the backend's preprocess.  Every activation and scratch buffer of one payload is a
 ``PlanBuffer`` with a lifetime in op indices; ``plan_arena`` returns byte offsets such that
 buffers whose lifetimes overlap never share bytes.
+
+Lifetimes are closed intervals ``[first, last]``: a buffer written by op 3 and last read by
+op 5 is live during ops 3, 4 and 5, so an op's output never shares bytes with its inputs
+unless it is declared in place (``inplace_of``).  Scratch is a buffer with ``first == last``.
+
+The placement is greedy, in the style of TFLite Micro's greedy planner: buffers are placed
+one at a time at the lowest (or tightest) gap left by the already placed buffers whose
+lifetimes overlap.  The order matters, so several orderings and two gap policies are tried
+and the smallest arena is kept.  ``lower_bound`` (the largest set of simultaneously live
+bytes) is what no plan can beat; the result is reported next to it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from .payload.format import ARENA_ALIGN
 
@@ -48,11 +60,177 @@ def lower_bound(buffers: Sequence[PlanBuffer]) -> int:
     return max(live)
 
 
-def plan_arena(buffers: Sequence[PlanBuffer], align: int = ARENA_ALIGN) -> ArenaPlan:
-    """Placeholder plan: every buffer gets its own bytes (correct, not compact)."""
-    offsets: dict[int, int] = {}
-    top = 0
+@dataclass(frozen=True)
+class _Block:
+    """Buffers that must share one offset: an in-place chain (or a single buffer)."""
+
+    ids: tuple[int, ...]
+    nbytes: int
+    first: int
+    last: int
+
+
+def _check(buffers: Sequence[PlanBuffer]) -> dict[int, PlanBuffer]:
+    by_id: dict[int, PlanBuffer] = {}
     for b in buffers:
-        offsets[b.id] = top
-        top += _align(b.nbytes, align)
-    return ArenaPlan(offsets, top, lower_bound(buffers))
+        if b.id in by_id:
+            raise ValueError(f"plan_arena: buffer id {b.id} appears twice")
+        if b.nbytes < 0 or b.first < 0 or b.last < b.first:
+            raise ValueError(
+                f"plan_arena: buffer {b.id} has nbytes={b.nbytes}, lifetime [{b.first}, {b.last}];"
+                " sizes and op indices must be >= 0 and first <= last"
+            )
+        by_id[b.id] = b
+    claimed: set[int] = set()
+    for b in buffers:
+        if b.inplace_of is None:
+            continue
+        src = by_id.get(b.inplace_of)
+        if src is None:
+            raise ValueError(f"plan_arena: buffer {b.id} is in place of unknown buffer {b.inplace_of}")
+        if src.nbytes != b.nbytes:
+            raise ValueError(
+                f"plan_arena: buffer {b.id} ({b.nbytes} bytes) cannot reuse buffer {src.id}"
+                f" ({src.nbytes} bytes) in place: sizes differ"
+            )
+        if src.last != b.first:
+            raise ValueError(
+                f"plan_arena: buffer {b.id} (written by op {b.first}) cannot reuse buffer {src.id}"
+                f" in place: its last use is op {src.last}, not op {b.first}"
+            )
+        if src.id in claimed:
+            raise ValueError(f"plan_arena: two buffers are in place of buffer {src.id}")
+        claimed.add(src.id)
+    return by_id
+
+
+def _blocks(buffers: Sequence[PlanBuffer], by_id: dict[int, PlanBuffer]) -> list[_Block]:
+    """Merge in-place chains: each output takes its input's offset, transitively."""
+
+    def root(b: PlanBuffer) -> int:
+        seen = 0
+        while b.inplace_of is not None:
+            b = by_id[b.inplace_of]
+            seen += 1
+            if seen > len(by_id):  # a cycle cannot happen with src.last == first <= last
+                raise ValueError("plan_arena: in-place chain forms a cycle")
+        return b.id
+
+    members: dict[int, list[PlanBuffer]] = {}
+    for b in buffers:
+        members.setdefault(root(b), []).append(b)
+    out = []
+    for r, ms in members.items():
+        out.append(
+            _Block(
+                ids=tuple(m.id for m in ms),
+                nbytes=by_id[r].nbytes,
+                first=min(m.first for m in ms),
+                last=max(m.last for m in ms),
+            )
+        )
+    return out
+
+
+def _greedy(blocks: Sequence[_Block], order: Sequence[int], align: int, best_fit: bool) -> tuple[list[int], int]:
+    """Place blocks in ``order``; returns the offset of every block and the arena size."""
+    n = len(blocks)
+    firsts = np.fromiter((b.first for b in blocks), dtype=np.int64, count=n)
+    lasts = np.fromiter((b.last for b in blocks), dtype=np.int64, count=n)
+    offs = np.zeros(n, dtype=np.int64)
+    ends = np.zeros(n, dtype=np.int64)
+    placed = np.zeros(n, dtype=bool)
+    size = 0
+    for i in order:
+        b = blocks[i]
+        if b.nbytes == 0:
+            placed[i] = True
+            continue
+        conflict = placed & (firsts <= b.last) & (lasts >= b.first)
+        idx = np.nonzero(conflict)[0]
+        chosen = -1
+        if idx.size:
+            order_by_off = idx[np.argsort(offs[idx], kind="stable")]
+            cur = 0
+            best_slack = -1
+            for j in order_by_off:
+                o = int(offs[j])
+                if o - cur >= b.nbytes:
+                    slack = o - cur - b.nbytes
+                    if not best_fit:
+                        chosen = cur
+                        break
+                    if best_slack < 0 or slack < best_slack:
+                        best_slack, chosen = slack, cur
+                cur = max(cur, _align(int(ends[j]), align))
+            if chosen < 0:
+                chosen = cur
+        else:
+            chosen = 0
+        offs[i] = chosen
+        ends[i] = chosen + b.nbytes
+        placed[i] = True
+        size = max(size, chosen + b.nbytes)
+    return [int(o) for o in offs], size
+
+
+def _orderings(blocks: Sequence[_Block]) -> list[list[int]]:
+    """Candidate placement orders; ties always break on the block's first op, then index."""
+    n = len(blocks)
+    # the bytes each block competes with: large, long-contended blocks first
+    pressure = [0] * n
+    if n:
+        end = max(b.last for b in blocks) + 1
+        live = np.zeros(end + 1, dtype=np.int64)
+        for b in blocks:
+            live[b.first : b.last + 1] += b.nbytes
+        for k, b in enumerate(blocks):
+            pressure[k] = int(live[b.first : b.last + 1].max())
+
+    def length(b: _Block) -> int:
+        return b.last - b.first + 1
+
+    keys: list[Callable[[int], tuple[int, ...]]] = [
+        lambda k: (-blocks[k].nbytes, blocks[k].first, k),
+        lambda k: (-blocks[k].nbytes, -length(blocks[k]), blocks[k].first, k),
+        lambda k: (-length(blocks[k]), -blocks[k].nbytes, blocks[k].first, k),
+        lambda k: (-blocks[k].nbytes * length(blocks[k]), blocks[k].first, k),
+        lambda k: (-pressure[k], -blocks[k].nbytes, blocks[k].first, k),
+        lambda k: (blocks[k].first, -blocks[k].nbytes, k),
+    ]
+    seen: set[tuple[int, ...]] = set()
+    out = []
+    for key in keys:
+        order = sorted(range(n), key=key)
+        t = tuple(order)
+        if t not in seen:
+            seen.add(t)
+            out.append(order)
+    return out
+
+
+def plan_arena(buffers: Sequence[PlanBuffer], align: int = ARENA_ALIGN) -> ArenaPlan:
+    """Assign every buffer an ``align``-multiple offset so that live buffers never overlap.
+
+    In-place buffers get exactly their input's offset.  Raises ``ValueError`` when the
+    buffers break the contract (duplicate ids, bad lifetimes, an ``inplace_of`` whose sizes
+    differ or whose input is still read after ``first``): that is a bug in the caller.
+    """
+    if align < 1 or align & (align - 1):
+        raise ValueError(f"plan_arena: align must be a power of two, got {align}")
+    by_id = _check(buffers)
+    blocks = _blocks(buffers, by_id)
+    best: tuple[int, list[int]] | None = None
+    for order in _orderings(blocks):
+        for best_fit in (False, True):
+            offs, size = _greedy(blocks, order, align, best_fit)
+            if best is None or size < best[0]:
+                best = (size, offs)
+    offsets: dict[int, int] = {}
+    size = 0
+    if best is not None:
+        size = best[0]
+        for blk, off in zip(blocks, best[1], strict=True):
+            for bid in blk.ids:
+                offsets[bid] = off
+    return ArenaPlan(offsets, size, lower_bound(buffers))

@@ -1,0 +1,1 @@
+"""executorch-espnn's PlatformIO builder helpers (imported by the SCons scripts in builder/)."""

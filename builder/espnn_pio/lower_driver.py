@@ -1,0 +1,164 @@
+"""The model step's subprocess: lower the model, describe the .pte, render the generated files.
+
+Run by the builder as `$PYTHONEXE lower_driver.py --model ... --out $BUILD_DIR/executorch ...`
+so that torch is imported in a child process, never in SCons itself.  Writes only into --out:
+model.pte, report.json/report.txt (from the lowering), model_pte.h, model_pte.c,
+CMakeLists.txt (the ESP-IDF component of the generated files) and model_info.json (what the
+builder prints and checks).
+
+Exit codes: 0 ok; 2 the model or the lowering failed (stderr's last line says why);
+3 a Python package is missing from PlatformIO's Python (the line gives the pip command).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from espnn_pio import checkout, render  # noqa: E402
+
+# module -> the requirement to install when it is missing (pins as in pyproject.toml)
+REQUIREMENTS = {
+    "torch": "torch==2.13.0",
+    "executorch": "executorch==1.5.1",
+    "torchao": "torchao>=0.18,<0.19",
+    "numpy": "numpy>=1.26",
+    "jinja2": "jinja2>=3.1",
+}
+NEEDED_FOR = {
+    "py": list(REQUIREMENTS),
+    "pt2": list(REQUIREMENTS),
+    "pte": ["executorch", "numpy", "jinja2"],
+}
+
+EXIT_FAILED = 2
+EXIT_MISSING = 3
+
+
+class StepFailure(Exception):
+    """One line for the user; the builder prints it and stops the build."""
+
+
+def missing_packages(kind: str) -> list[str]:
+    return [m for m in NEEDED_FOR[kind] if importlib.util.find_spec(m) is None]
+
+
+def install_command(missing: list[str]) -> str:
+    reqs = " ".join(f'"{REQUIREMENTS[m]}"' for m in missing)
+    return f'"{sys.executable}" -m pip install {reqs}'
+
+
+def progress(msg: str) -> None:
+    print(f"executorch: {msg}", flush=True)
+
+
+def lower(args: argparse.Namespace, out: Path) -> None:
+    """Produce out/model.pte (+ report.json, report.txt, selected_operators.yaml)."""
+    if args.kind == "pte":
+        shutil.copyfile(args.model, out / "model.pte")
+        return
+    if importlib.util.find_spec("executorch_espnn") is None:
+        raise StepFailure(
+            "the executorch_espnn package is not importable from PlatformIO's Python "
+            f'({sys.executable}); install it with: "{sys.executable}" -m pip install executorch-espnn'
+        )
+    from executorch_espnn import cli  # the very code path of `python -m executorch_espnn build`
+
+    argv = ["build", str(args.model), "--out", str(out), "--target", args.target]
+    if args.strict:
+        argv.append("--strict")
+    if args.calibration:
+        argv += ["--calibration", str(args.calibration)]
+    try:
+        rc = cli.main(argv)
+    except SystemExit as exc:  # argparse or an explicit sys.exit in the CLI
+        rc = exc.code if isinstance(exc.code, int) else 1
+    if rc:
+        raise StepFailure(
+            f"{args.model_option} = {args.model.name}: lowering failed (the reason is above); "
+            "fix the model or set custom_executorch_strict = no"
+            if args.strict
+            else f"{args.model_option} = {args.model.name}: lowering failed (the reason is above); fix the model"
+        )
+    if not (out / "model.pte").is_file():
+        raise StepFailure(f"lowering {args.model.name} wrote no model.pte into {out}")
+
+
+def versions() -> dict[str, str]:
+    import executorch.version
+
+    et = str(executorch.version.__version__).split("+", 1)[0]  # "1.5.1+cpu" -> "1.5.1"
+    try:
+        from executorch_espnn.payload import format as fmt
+        from executorch_espnn.version import __version__ as pkg
+
+        major, minor = int(fmt.FORMAT_MAJOR), int(fmt.FORMAT_MINOR)
+    except ImportError:  # a ready .pte used without the package: stamp what the .pte says
+        pkg, major, minor = "unknown", 0, 0
+    return {"executorch": et, "package": str(pkg), "format_major": str(major), "format_minor": str(minor)}
+
+
+def describe(out: Path) -> dict[str, Any]:
+    from espnn_pio import pte_meta
+
+    pte = (out / "model.pte").read_bytes()
+    try:
+        meta = pte_meta.read(pte)
+    except Exception as exc:  # a corrupt or foreign file given as a ready .pte
+        raise StepFailure(f"model.pte is not a usable ExecuTorch program: {exc}") from exc
+    report_path = out / "report.json"
+    report: dict[str, Any] = (
+        json.loads(report_path.read_text(encoding="utf8")) if report_path.is_file() else {}
+    )
+    return render.model_info(meta, report, versions())
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--model", type=Path, required=True)
+    p.add_argument("--kind", choices=("py", "pt2", "pte"), required=True)
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--target", required=True)
+    p.add_argument("--strict", action="store_true")
+    p.add_argument("--calibration", type=Path)
+    p.add_argument("--model-option", default="custom_executorch_model")
+    p.add_argument("--package-root", type=Path, help="a checkout whose executorch_espnn to use")
+    args = p.parse_args(argv)
+    if args.package_root is not None:
+        checkout.use_checkout_package(args.package_root)
+
+    missing = missing_packages(args.kind)
+    if missing:
+        sys.stderr.write(
+            f"Error: PlatformIO's Python lacks {', '.join(missing)}, needed for "
+            f"{args.model_option}; install with: {install_command(missing)}\n"
+        )
+        return EXIT_MISSING
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    what = "embedding" if args.kind == "pte" else "lowering"
+    progress(f"{what} {args.model.name} for {args.target} (strict: {'yes' if args.strict else 'no'})")
+    try:
+        lower(args, out)
+        info = describe(out)
+        render.write_all(info, out)
+    except StepFailure as exc:
+        sys.stderr.write(f"Error: {exc}\n")
+        return EXIT_FAILED
+    (out / "model_info.json").write_text(json.dumps(info, indent=1), encoding="utf8")
+    progress(f"done in {time.monotonic() - t0:.1f} s -> {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,214 @@
+"""The model step: lower the model named in platformio.ini when, and only when, it changed.
+
+Runs while SCons reads the build scripts, before anything compiles, because espressif32's
+ESP-IDF builder reads the CMake code model (which must already contain the generated model
+component) at that point too; one mechanism then serves every framework.  The decision to
+relower is a content-hash key over: the model file, the calibration data, the options, the
+installed executorch-espnn / ExecuTorch / torch / torchao versions (plus the package's source
+when it runs from a checkout) and this step's own driver and templates.  The key is stored in
+$BUILD_DIR/executorch/stamp.json next to the outputs; nothing is written outside that folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import checkout, render
+from .options import MODEL, ModelOptions
+
+HERE = Path(__file__).resolve().parent
+DRIVER = HERE / "lower_driver.py"
+STEP_FILES = (DRIVER, HERE / "pte_meta.py", HERE / "render.py")
+OUT_SUBDIR = "executorch"
+
+
+class StepError(Exception):
+    """The model step failed; str() is the line to print."""
+
+
+@dataclass(frozen=True)
+class StepPaths:
+    out: Path
+
+    @property
+    def pte(self) -> Path:
+        return self.out / "model.pte"
+
+    @property
+    def info(self) -> Path:
+        return self.out / "model_info.json"
+
+    @property
+    def stamp(self) -> Path:
+        return self.out / "stamp.json"
+
+    @property
+    def gen(self) -> Path:
+        return self.out / render.GENERATED_SUBDIR
+
+    @property
+    def header(self) -> Path:
+        return self.gen / "model_pte.h"
+
+    @property
+    def source(self) -> Path:
+        return self.gen / "model_pte_data.S"
+
+    def outputs(self) -> list[Path]:
+        return [self.pte, self.info, *(self.gen / n for n in render.OUTPUTS)]
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fp:
+        for block in iter(lambda: fp.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+_VERSION_RE = re.compile(r"""^__version__\s*=\s*['"]([^'"]+)['"]""", re.M)
+
+
+def _module_version(module: str) -> str:
+    """A package's version without importing it (importing torch here would cost seconds)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        return "missing"
+    for loc in spec.submodule_search_locations:
+        vfile = Path(loc) / "version.py"
+        if vfile.is_file():
+            m = _VERSION_RE.search(vfile.read_text(encoding="utf8", errors="replace"))
+            if m:
+                return m.group(1)
+        return f"at {loc}"
+    return "unknown"
+
+
+def checkout_package_dir(platform_dir: Path) -> Path | None:
+    """executorch_espnn inside the platform folder (a repository checkout), if any."""
+    return checkout.package_dir(platform_dir)
+
+
+def _tree_hash(root: Path, patterns: Iterable[str]) -> str:
+    h = hashlib.sha256()
+    files = sorted({p for pat in patterns for p in root.rglob(pat) if "__pycache__" not in p.parts})
+    for f in files:
+        h.update(str(f.relative_to(root)).encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def cache_key(opts: ModelOptions, platform_dir: Path) -> dict[str, Any]:
+    pkg_dir = checkout_package_dir(platform_dir)
+    package = (
+        {"source": _tree_hash(pkg_dir, ["*.py"])}
+        if pkg_dir is not None
+        else {"version": _module_version("executorch_espnn")}
+    )
+    templates = render.TEMPLATES
+    return {
+        "model": _sha256_file(opts.model),
+        "calibration": _sha256_file(opts.calibration) if opts.calibration else None,
+        "options": opts.cache_fields(),
+        "versions": {
+            "executorch_espnn": package,
+            "executorch": _module_version("executorch"),
+            "torch": _module_version("torch"),
+            "torchao": _module_version("torchao"),
+        },
+        "step": _tree_hash(HERE, ["*.py"]),
+        "templates": {n: _sha256_file(templates / t) for n, t in render.OUTPUTS.items()},
+    }
+
+
+def is_up_to_date(paths: StepPaths, key: dict[str, Any]) -> bool:
+    if not all(p.is_file() for p in paths.outputs()) or not paths.stamp.is_file():
+        return False
+    try:
+        return bool(json.loads(paths.stamp.read_text(encoding="utf8")) == key)
+    except ValueError:
+        return False
+
+
+def subprocess_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def run(opts: ModelOptions, paths: StepPaths, python: str, platform_dir: Path) -> bool:
+    """Lower if needed.  Returns True when it ran; raises StepError with one line on failure."""
+    key = cache_key(opts, platform_dir)
+    if is_up_to_date(paths, key):
+        return False
+    paths.out.mkdir(parents=True, exist_ok=True)
+    paths.stamp.unlink(missing_ok=True)
+    cmd = [
+        python,
+        str(DRIVER),
+        "--model", str(opts.model),
+        "--kind", opts.kind,
+        "--out", str(paths.out),
+        "--target", opts.target,
+        "--model-option", MODEL,
+    ]
+    if checkout_package_dir(platform_dir) is not None:
+        cmd += ["--package-root", str(platform_dir)]  # a checkout: lower with this very package
+    if opts.strict:
+        cmd.append("--strict")
+    if opts.calibration:
+        cmd += ["--calibration", str(opts.calibration)]
+    last_error = ""
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=subprocess_env(),
+        text=True,
+        errors="replace",
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:  # show the lowering's progress as it happens
+        if line.startswith("Error: "):
+            last_error = line[len("Error: "):].strip()
+            continue
+        if _is_noise(line):
+            continue
+        sys.stdout.write(line)
+        sys.stdout.flush()
+    rc = proc.wait()
+    if rc != 0:
+        raise StepError(last_error or f"the model step failed (exit code {rc}); run `pio run -v` for details")
+    paths.stamp.write_text(json.dumps(key, sort_keys=True), encoding="utf8")
+    return True
+
+
+# Known harmless noise from importing torchao/torch in the child (see PREAMBLE).
+_NOISE = (
+    re.compile(r"^Failed to load .*torchao.*\.so"),
+    re.compile(r"^W\d{4} .*_pytree\.py.*KernelPreference"),
+    re.compile(r"^\s*return cls\.__new__\(cls, \*args\)\s*$"),
+)
+
+
+def _is_noise(line: str) -> bool:
+    return any(p.search(line) for p in _NOISE)
+
+
+def load_info(paths: StepPaths) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(paths.info.read_text(encoding="utf8"))
+    return data

@@ -1,0 +1,168 @@
+"""The custom_executorch_* options of platformio.ini: read, validated, and typed.
+
+Every problem stops the build with ONE line that names the option and says how to fix it
+(`OptionError`).  Validation is cheap on purpose (no torch import: a `.py` model file is only
+parsed with `ast`), because it runs on every `pio run`, including no-op builds.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+PREFIX = "custom_executorch_"
+MODEL = PREFIX + "model"
+CALIBRATION = PREFIX + "calibration"
+STRICT = PREFIX + "strict"
+TARGET = PREFIX + "target"
+KNOWN = (MODEL, CALIBRATION, STRICT, TARGET)
+
+MODEL_SUFFIXES = (".py", ".pt2", ".pte")
+# Chips the lowering knows (executorch_espnn's targets); the board's MCU picks the default.
+TARGETS = ("esp32", "esp32s3")
+MCU_TO_TARGET = {"esp32": "esp32", "esp32s3": "esp32s3", "host": "esp32s3"}
+
+_TRUE = ("yes", "true", "1", "on")
+_FALSE = ("no", "false", "0", "off")
+
+
+class OptionError(Exception):
+    """A custom_executorch_* option is wrong; str() is the one line the build prints."""
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    model: Path  # absolute
+    kind: str  # "py", "pt2" or "pte"
+    calibration: Path | None
+    strict: bool
+    target: str
+    target_from_board: bool
+
+    def cache_fields(self) -> dict[str, str]:
+        """The option values that change the lowering's output (paths are hashed as content)."""
+        return {"kind": self.kind, "strict": str(self.strict), "target": self.target}
+
+
+def _parse_bool(name: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise OptionError(f"{name} = {raw}: unknown value; use `{name} = yes` or `{name} = no`")
+
+
+def _defined_functions(path: Path) -> set[str]:
+    try:
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+    except SyntaxError as exc:
+        raise OptionError(
+            f"{MODEL} = {path.name}: Python syntax error at line {exc.lineno}: {exc.msg}; "
+            "fix the model file"
+        ) from exc
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, (ast.ImportFrom, ast.Import)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+def _resolve_file(project_dir: Path, name: str, raw: str) -> Path:
+    path = Path(raw.strip()).expanduser()
+    if not path.is_absolute():
+        path = project_dir / path
+    if not path.is_file():
+        raise OptionError(
+            f"{name} = {raw.strip()}: file not found ({path}); "
+            "fix the path (relative paths start at the project folder)"
+        )
+    return path
+
+
+def parse(
+    get: Callable[[str], str | None],
+    all_names: list[str],
+    project_dir: Path,
+    board_mcu: str,
+) -> ModelOptions | None:
+    """Read the options through `get(name)`; None when the env names no model.
+
+    `all_names` are every option name of the env, to catch misspelt custom_executorch_*.
+    """
+    for name in all_names:
+        if name.startswith(PREFIX) and name not in KNOWN:
+            raise OptionError(
+                f"{name}: unknown option; the executorch options are {', '.join(KNOWN)}"
+            )
+    raw_model = (get(MODEL) or "").strip()
+    others = [n for n in (CALIBRATION, STRICT, TARGET) if (get(n) or "").strip()]
+    if not raw_model:
+        if others:
+            raise OptionError(
+                f"{others[0]} is set but {MODEL} is not; add `{MODEL} = path/to/model.py`"
+            )
+        return None
+
+    model = _resolve_file(project_dir, MODEL, raw_model)
+    if model.suffix not in MODEL_SUFFIXES:
+        raise OptionError(
+            f"{MODEL} = {raw_model}: unsupported file type '{model.suffix}'; "
+            "use a .py (model()/example_inputs()), a .pt2 (torch.export.save) or a .pte"
+        )
+    kind = model.suffix[1:]
+    if kind == "py":
+        defined = _defined_functions(model)
+        for required in ("model", "example_inputs"):
+            if required not in defined:
+                raise OptionError(
+                    f"{MODEL} = {raw_model}: the file defines no {required}(); add "
+                    f"`def {required}():` returning "
+                    + ("the torch.nn.Module" if required == "model" else "a tuple of example tensors")
+                )
+
+    calibration: Path | None = None
+    raw_calib = (get(CALIBRATION) or "").strip()
+    if raw_calib:
+        calibration = _resolve_file(project_dir, CALIBRATION, raw_calib)
+        if calibration.suffix != ".npz":
+            raise OptionError(
+                f"{CALIBRATION} = {raw_calib}: expected a .npz file (numpy.savez of the "
+                "input batches); convert the data with numpy.savez"
+            )
+        if kind == "pte":
+            raise OptionError(
+                f"{CALIBRATION} = {raw_calib}: a ready .pte is already quantized; "
+                f"remove {CALIBRATION} or point {MODEL} at the .py/.pt2 model"
+            )
+
+    strict = _parse_bool(STRICT, get(STRICT) or "no")
+
+    raw_target = (get(TARGET) or "").strip().lower()
+    if raw_target:
+        if raw_target not in TARGETS:
+            raise OptionError(
+                f"{TARGET} = {raw_target}: unknown target; use one of {', '.join(TARGETS)} "
+                "(or remove it to follow the board)"
+            )
+        target, from_board = raw_target, False
+    else:
+        mcu = board_mcu.lower()
+        if mcu not in MCU_TO_TARGET:
+            raise OptionError(
+                f"{TARGET}: board MCU '{board_mcu}' has no ESP-NN target; set "
+                f"`{TARGET} = ` one of {', '.join(TARGETS)}"
+            )
+        target, from_board = MCU_TO_TARGET[mcu], True
+    return ModelOptions(model, kind, calibration, strict, target, from_board)
+
+
+def parse_env_options(options: Mapping[str, str], project_dir: Path, board_mcu: str) -> ModelOptions | None:
+    """Convenience for tests and tools: options as a plain mapping."""
+    return parse(options.get, list(options), project_dir, board_mcu)

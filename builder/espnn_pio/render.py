@@ -1,0 +1,132 @@
+"""Render the generated model files from templates/ with jinja2.
+
+`model_info` merges what the .pte says (sizes, inputs/outputs, planned buffers) with the
+lowering report (delegate arena/state/weights, names, quantization) into one JSON-able dict,
+which is both the template context and what the builder prints and checks later.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+
+# Generated file -> template: the descriptor (header) and the bytes (.incbin in the .S).
+OUTPUTS = {
+    "model_pte.h": "model_pte.h.j2",
+    "model_pte_data.S": "model_pte_data.S.j2",
+    "CMakeLists.txt": "model_component.cmake.j2",
+}
+
+
+def _int(d: dict[str, Any], *keys: str) -> int:
+    for k in keys:
+        v = d.get(k)
+        if isinstance(v, (int, float)) and v:
+            return int(v)
+    return 0
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, list):
+        return len(value)
+    return int(value) if isinstance(value, int) else 0
+
+
+def _ops(report: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    ops = report.get(key, [])
+    return [o for o in ops if isinstance(o, dict)] if isinstance(ops, list) else []
+
+
+def model_info(meta: Any, report: dict[str, Any], versions: dict[str, str]) -> dict[str, Any]:
+    pte = meta.to_dict()
+    mem = report.get("memory") if isinstance(report.get("memory"), dict) else report
+    assert isinstance(mem, dict)
+    for side in ("inputs", "outputs"):
+        described = report.get(side)
+        if not isinstance(described, list):
+            continue
+        for tensor, info in zip(pte[side], described, strict=False):
+            if not isinstance(info, dict):
+                continue
+            if info.get("name"):
+                tensor["name"] = str(info["name"])
+            if info.get("scale") and not tensor["scale"]:
+                tensor["scale"] = float(info["scale"])
+                tensor["zero_point"] = int(info.get("zero_point", 0))
+    delegated = _ops(report, "delegated_ops")
+    cpu = _ops(report, "cpu_ops")
+    sizes = {
+        "arena_bytes": _int(mem, "arena_bytes"),
+        "state_bytes": _int(mem, "state_bytes"),
+        "weights_bytes": _int(mem, "weights_bytes"),
+        "planned_bytes": pte["planned_bytes"],
+        "method_allocator_bytes": _int(mem, "method_allocator_bytes"),
+        "temp_allocator_bytes": _int(mem, "temp_allocator_bytes"),
+    }
+    return {
+        "pte": pte,
+        "sizes": sizes,
+        "versions": versions,
+        "ops": {
+            "delegated": len(delegated),
+            "cpu": len(cpu),
+            "cpu_list": [
+                {"op": str(o.get("op", "?")), "reason": str(o.get("reason", ""))} for o in cpu
+            ],
+            "partitions": _count(report.get("partitions")),
+        },
+        "target": str(report.get("target", "")),
+        "warnings": [str(w) for w in report.get("warnings", []) if isinstance(w, str)],
+    }
+
+
+def _c_string(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _c_float(x: float) -> str:
+    text = repr(float(x))  # shortest round-trip form
+    if "inf" in text or "nan" in text:
+        raise ValueError(f"non-finite quantization scale {x}")
+    if "." not in text and "e" not in text:
+        text += ".0"
+    return text + "f"
+
+
+def _asm_path(p: Path) -> str:
+    text = str(p).replace("\\", "/")
+    if '"' in text or "\n" in text:
+        raise ValueError(f"the build folder path {text!r} cannot be named in an assembler .incbin")
+    return text
+
+
+GENERATED_SUBDIR = "espnn_model"  # also the ESP-IDF component name of the generated files
+
+
+def write_all(info: dict[str, Any], out: Path) -> list[Path]:
+    """Render into out/espnn_model/ (the .pte stays at out/model.pte)."""
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["c_string"] = _c_string
+    env.filters["c_float"] = _c_float
+    ctx = dict(info)
+    ctx["pte_path"] = _asm_path((out / "model.pte").resolve())
+    written = []
+    gen = out / GENERATED_SUBDIR
+    gen.mkdir(parents=True, exist_ok=True)
+    for name, template in OUTPUTS.items():
+        text = env.get_template(template).render(**ctx)
+        path = gen / name
+        if not path.is_file() or path.read_text(encoding="utf8") != text:
+            path.write_text(text, encoding="utf8")
+        written.append(path)
+    return written

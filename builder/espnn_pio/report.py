@@ -1,0 +1,82 @@
+"""The short report the build prints, and the check that the model fits the board's RAM."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class RamBudget:
+    """What the model needs at run time against what the board offers (bytes)."""
+
+    needed: int
+    available: int  # 0 when unknown (the host board)
+    source: str  # where `available` comes from, for the message
+    policy: str  # "internal", "psram" or "auto"
+
+    @property
+    def fits(self) -> bool:
+        return self.available == 0 or self.needed <= self.available
+
+
+def ram_needed(info: dict[str, Any]) -> int:
+    s = info["sizes"]
+    return int(
+        s["arena_bytes"]
+        + s["state_bytes"]
+        + s["planned_bytes"]
+        + s["method_allocator_bytes"]
+        + s["temp_allocator_bytes"]
+    )
+
+
+def _kib(n: int) -> str:
+    return f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n} B"
+
+
+def summary_lines(info: dict[str, Any], budget: RamBudget | None) -> list[str]:
+    s = info["sizes"]
+    ops = info["ops"]
+    pte = info["pte"]
+    lines = [
+        f"ExecuTorch model: {_kib(pte['size'])} .pte (sha256 {pte['sha256'][:12]}), "
+        f"delegates: {', '.join(pte['delegates']) or 'none'}",
+        f"  operators: {ops['delegated']} on ESP-NN, {ops['cpu']} on the CPU"
+        + (f" ({ops['partitions']} partitions)" if ops.get("partitions") else ""),
+    ]
+    for op in ops.get("cpu_list", [])[:8]:
+        lines.append(f"    cpu: {op['op']}" + (f" -- {op['reason']}" if op["reason"] else ""))
+    if len(ops.get("cpu_list", [])) > 8:
+        lines.append(f"    ... and {len(ops['cpu_list']) - 8} more (see report.txt)")
+    lines.append(
+        f"  memory: arena {_kib(s['arena_bytes'])}, planned {_kib(s['planned_bytes'])}, "
+        f"state {_kib(s['state_bytes'])}, method allocator {_kib(s['method_allocator_bytes'])}, "
+        f"weights {_kib(s['weights_bytes'])} (in flash, used in place)"
+    )
+    if budget is not None and budget.available:
+        verdict = "fits" if budget.fits else "does NOT fit"
+        lines.append(
+            f"  RAM: {_kib(budget.needed)} needed, {verdict} in {_kib(budget.available)} "
+            f"internal RAM ({budget.source}; placement policy: {budget.policy})"
+        )
+    for w in info.get("warnings", [])[:4]:
+        lines.append(f"  warning: {w}")
+    return lines
+
+
+def fit_problem(budget: RamBudget) -> tuple[str, bool] | None:
+    """(message, is_error) when the model does not fit internal RAM, else None."""
+    if budget.fits:
+        return None
+    msg = (
+        f"the model needs {budget.needed} bytes of RAM but the board has {budget.available} "
+        f"bytes of internal RAM ({budget.source})"
+    )
+    if budget.policy == "internal":
+        return (
+            msg + "; with CONFIG_ESPNN_ET_PLACEMENT_INTERNAL it cannot run: choose automatic or "
+            "PSRAM placement in `pio run -t menuconfig` (on a board with PSRAM) or a smaller model",
+            True,
+        )
+    return (msg + "; it will need PSRAM at run time (placement policy: " + budget.policy + ")", False)

@@ -1,0 +1,126 @@
+"""What builder/main.py runs for every environment before the host build or the base builder:
+validate the options, run the model step, print the report, check RAM, add the generated files
+and the Kconfig-resolved macros to the build, and define the menuconfig target (host/arduino)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from . import checkout, kconfig_glue, model_step, options, report
+
+# Targets that never need the model (they only inspect or configure the project).
+_NO_MODEL_TARGETS = {"menuconfig", "envdump", "idedata", "__idedata", "sizedata"}
+
+
+def _fail(env: Any, message: str) -> None:
+    sys.stderr.write(f"Error: {message}\n")
+    env.Exit(1)
+
+
+def _frameworks(env: Any) -> list[str]:
+    return [f.strip().lower() for f in env.get("PIOFRAMEWORK", []) or []]
+
+
+def _command_line_targets() -> list[str]:
+    from SCons.Script import COMMAND_LINE_TARGETS  # type: ignore[import-not-found]
+
+    return [str(t) for t in COMMAND_LINE_TARGETS]
+
+
+def read_options(env: Any) -> options.ModelOptions | None:
+    config = env.GetProjectConfig()
+    section = "env:" + env["PIOENV"]
+    mcu = str(env.BoardConfig().get("build.mcu", "")) if "BOARD" in env else ""
+
+    def get(name: str) -> str | None:
+        value = config.get(section, name, None)
+        if isinstance(value, list):
+            value = " ".join(str(v) for v in value)
+        return None if value is None else str(value)
+
+    return options.parse(get, list(config.options(section)), Path(env.subst("$PROJECT_DIR")), mcu)
+
+
+def setup(env: Any) -> None:
+    platform = env.PioPlatform()
+    platform_dir = Path(platform.get_dir())
+    checkout.use_checkout_package(platform_dir)  # a checkout: its executorch_espnn, not another
+    try:
+        opts = read_options(env)
+    except options.OptionError as exc:
+        _fail(env, str(exc))
+        return
+
+    kconf = kconfig_glue.for_env(env, platform_dir)
+    is_espidf_esp = "espidf" in _frameworks(env) and not platform.is_host_env()
+    if not is_espidf_esp:
+        kconfig_glue.add_menuconfig_target(env, kconf)
+        try:
+            kconfig_glue.apply(env, kconf)
+        except kconfig_glue.KconfigGlueError as exc:
+            _fail(env, str(exc))
+            return
+    env["ESPNN_KCONFIG"] = kconf
+
+    targets = set(_command_line_targets())
+    if opts is None:
+        return
+    if targets and targets <= _NO_MODEL_TARGETS and not is_espidf_esp:
+        return
+
+    paths = model_step.StepPaths(Path(env.subst("$BUILD_DIR")) / model_step.OUT_SUBDIR)
+    try:
+        ran = model_step.run(opts, paths, env.subst("$PYTHONEXE"), platform_dir)
+        info = model_step.load_info(paths)
+    except model_step.StepError as exc:
+        _fail(env, str(exc))
+        return
+
+    try:
+        budget = _ram_budget(env, platform, info, kconf)
+    except kconfig_glue.KconfigGlueError as exc:
+        _fail(env, str(exc))
+        return
+    if ran:
+        for line in report.summary_lines(info, budget):
+            print(line)
+    else:
+        print(f"ExecuTorch model: {opts.model.name} is up to date ({paths.pte})")
+    problem = report.fit_problem(budget) if budget is not None else None
+    if problem is not None:
+        message, is_error = problem
+        if is_error:
+            _fail(env, message)
+            return
+        if ran:
+            print(f"Warning: {message}")
+
+    env["ESPNN_MODEL_DIR"] = str(paths.out)
+    env["ESPNN_MODEL_GEN_DIR"] = str(paths.gen)
+    env["ESPNN_MODEL_INFO"] = info
+    if not is_espidf_esp:
+        # Host and Arduino: compile the generated descriptor + bytes with the program.  The
+        # .incbin'd .pte is invisible to SCons's scanner, hence the explicit dependency.
+        env.Append(CPPPATH=[str(paths.gen)])
+        obj = env.Object(
+            str(Path(env.subst("$BUILD_DIR")) / model_step.OUT_SUBDIR / "model_pte_data.o"),
+            str(paths.source),
+        )
+        env.Depends(obj, str(paths.pte))
+        env.Append(PIOBUILDFILES=obj)
+
+
+def _ram_budget(env: Any, platform: Any, info: dict[str, Any], kconf: Any) -> report.RamBudget | None:
+    if platform.is_host_env():
+        return None
+    board = env.BoardConfig()
+    policy = kconf.placement() if kconf is not None else "auto"
+    cap = kconf.internal_cap() if kconf is not None else 0
+    ram = int(board.get("upload.maximum_ram_size", 0) or 0)
+    if cap and (not ram or cap < ram):
+        available, source = cap, "CONFIG_ESPNN_ET_INTERNAL_RAM_CAP"
+    else:
+        available, source = ram, f"board {board.id}: upload.maximum_ram_size"
+    return report.RamBudget(report.ram_needed(info), available, source, policy)

@@ -1,0 +1,19 @@
+"""framework = arduino: the host Arduino-compatibility layer, or espressif32's Arduino core
+plus the executorch-espnn component compiled as a library with the Kconfig-resolved macros."""
+
+import os
+
+from SCons.Script import Import  # type: ignore[import-not-found]
+
+Import("env")
+
+platform = env.PioPlatform()
+here = os.path.join(platform.get_dir(), "builder", "frameworks")
+
+if platform.is_host_env():
+    env.SConscript(os.path.join(here, "host.py"), exports="env")
+else:
+    from espnn_pio import esp_frameworks
+
+    esp_frameworks.add_component_library(env)
+    env.SConscript(platform.frameworks["arduino"]["base_script"], exports="env")

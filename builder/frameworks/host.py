@@ -1,0 +1,10 @@
+"""The host board: the system compiler, the Arduino/ESP-IDF compatibility layer and the
+ExecuTorch runtime from the executorch wheel, so the same sketch runs on this computer."""
+
+from SCons.Script import Import  # type: ignore[import-not-found]
+
+Import("env")
+
+from espnn_pio import host_build  # noqa: E402
+
+host_build.configure(env)

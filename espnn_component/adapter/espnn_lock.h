@@ -1,0 +1,41 @@
+/*
+ * Process-wide locks of the adapter, behind one tiny interface so the same code runs on the
+ * host (std::mutex) and on FreeRTOS (a statically allocated mutex semaphore).
+ *
+ *   kExecute  held around binding I/O and espnn_invoke(): ESP-NN's scratch pointers are
+ *             globals, so two delegates may never run at once (ESPNN_ET_SERIALIZE).
+ *   kStatus   held around the last-error text and the live-memory counters.
+ */
+#ifndef ESPNN_LOCK_H
+#define ESPNN_LOCK_H
+
+namespace espnn_et {
+
+enum class LockId { kExecute = 0, kStatus = 1 };
+
+void lock_acquire(LockId id);
+void lock_release(LockId id);
+
+class ScopedLock {
+  public:
+    explicit ScopedLock(LockId id, bool enabled = true) : id_(id), held_(enabled) {
+        if (held_) {
+            lock_acquire(id_);
+        }
+    }
+    ~ScopedLock() {
+        if (held_) {
+            lock_release(id_);
+        }
+    }
+    ScopedLock(const ScopedLock &) = delete;
+    ScopedLock &operator=(const ScopedLock &) = delete;
+
+  private:
+    LockId id_;
+    bool held_;
+};
+
+} // namespace espnn_et
+
+#endif /* ESPNN_LOCK_H */

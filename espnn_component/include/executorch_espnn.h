@@ -1,0 +1,134 @@
+/*
+ * executorch-espnn runtime API: the EspNNDelegateBackend registration functions and
+ * EspnnModel, the one-object way to run an embedded .pte (Arduino sketches, ESP-IDF apps,
+ * the host runner).
+ *
+ *   #include <executorch_espnn.h>
+ *   #include "model_pte.h"                 // generated: defines `model_pte`
+ *   EspnnModel model(model_pte);
+ *   if (!model.begin()) puts(model.error());
+ *   float *x = model.input<float>(0);      // fill ...
+ *   if (!model.invoke()) puts(model.error());
+ *   float *y = model.output<float>(0);
+ *
+ * This header pulls in no ExecuTorch header, so sketches compile with any C++ dialect the
+ * board uses; the implementation is C++17.  See docs/runtime.md.
+ */
+#ifndef EXECUTORCH_ESPNN_H
+#define EXECUTORCH_ESPNN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "espnn_pte.h"
+
+#if defined(__GNUC__)
+#define EXECUTORCH_ESPNN_API __attribute__((visibility("default")))
+#else
+#define EXECUTORCH_ESPNN_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Registers EspNNDelegateBackend with the ExecuTorch runtime.  Idempotent and thread-safe;
+ * returns 0, or the ExecuTorch error code when another backend already holds the name.
+ * A static registrar does the same when the library is loaded, but static linkers drop
+ * object files nothing references: an application linking the static library calls this
+ * once before loading a program (EspnnModel::begin() does). */
+EXECUTORCH_ESPNN_API int executorch_espnn_register_backend(void);
+
+/* The last failure the backend reported (init, execute or registration), as one ASCII line;
+ * empty when none.  Copies at most size-1 bytes, always NUL-terminates, returns the length. */
+EXECUTORCH_ESPNN_API size_t executorch_espnn_last_error(char *buf, size_t size);
+EXECUTORCH_ESPNN_API void executorch_espnn_clear_last_error(void);
+
+/* Bytes held by the delegates that are currently initialised, in all programs. */
+typedef struct executorch_espnn_memory_stats {
+    uint64_t delegates;
+    uint64_t handle_bytes;
+    uint64_t state_bytes;
+    uint64_t arena_bytes;
+    uint64_t weights_bytes; /* constant copies (0 when the weights are used in place) */
+} executorch_espnn_memory_stats_t;
+
+EXECUTORCH_ESPNN_API void executorch_espnn_get_memory_stats(executorch_espnn_memory_stats_t *out);
+
+#ifdef __cplusplus
+}
+
+/*
+ * One embedded program, its pools sized exactly from the generated description and
+ * allocated through the memory policy (espnn_mem.h) in begin().  Not thread-safe: one task
+ * uses one EspnnModel; several EspnnModels may run in parallel tasks (delegate execution is
+ * serialised inside the backend).
+ */
+class EXECUTORCH_ESPNN_API EspnnModel {
+  public:
+    explicit EspnnModel(const espnn_pte_desc_t &desc);
+    ~EspnnModel();
+    EspnnModel(const EspnnModel &) = delete;
+    EspnnModel &operator=(const EspnnModel &) = delete;
+
+    /* Checks version stamps, allocates the pools, loads the program and its method.
+     * False with error() set on any failure; everything allocated so far is released. */
+    bool begin();
+    /* Runs the method once.  Converts float/int8 views of the I/O at the boundary. */
+    bool invoke();
+    /* Releases the method, the program and every pool (also done by the destructor). */
+    void end();
+    bool ready() const { return impl_ != nullptr; }
+
+    /* Element pointers valid from begin() to end().  T is float or int8_t:
+     *  - the program's own dtype: the tensor's storage, no copy;
+     *  - float on an int8 program tensor: a float buffer, quantized into the tensor at
+     *    invoke() (inputs) or dequantized from it after invoke() (outputs), with the tensor's
+     *    scale and zero point from the description;
+     *  - int8_t on a float program tensor: the raw int8 values of the delegate's quantized
+     *    side, converted the same way (needs a nonzero scale in the description).
+     * Asking for one view of an input selects it for the next invoke().  nullptr with
+     * error() set when the index is out of range, the type is unusable or memory is short.
+     * Write the inputs before every invoke(): ExecuTorch's memory plan may reuse an input's
+     * bytes for later tensors once the input is consumed, so invoke() does not preserve the
+     * program's own input storage (the float/int8 view buffers above are preserved). */
+    template <class T> T *input(size_t index) { return static_cast<T *>(view(false, index, kind_of((T *)nullptr))); }
+    template <class T> T *output(size_t index) { return static_cast<T *>(view(true, index, kind_of((T *)nullptr))); }
+
+    size_t input_count() const { return desc_.n_inputs; }
+    size_t output_count() const { return desc_.n_outputs; }
+    /* Name, dtype, shape and quantization from the description; nullptr when out of range. */
+    const espnn_pte_tensor_t *input_info(size_t index) const;
+    const espnn_pte_tensor_t *output_info(size_t index) const;
+    /* Number of elements of input/output `index` (0 when out of range). */
+    size_t input_numel(size_t index) const;
+    size_t output_numel(size_t index) const;
+
+    /* Readable reason of the last failure ("" when none). */
+    const char *error() const { return error_; }
+    /* Wall time of the last successful invoke(), boundary conversions included. */
+    uint32_t last_latency_us() const { return latency_us_; }
+
+    struct Impl;
+
+  private:
+    enum ViewKind { kViewFloat = 0, kViewInt8 = 1 };
+    static ViewKind kind_of(float *) { return kViewFloat; }
+    static ViewKind kind_of(int8_t *) { return kViewInt8; }
+    void *view(bool is_output, size_t index, ViewKind kind);
+    bool load(char *msg, size_t msg_size);
+    void fail(const char *fmt, ...)
+#if defined(__GNUC__)
+        __attribute__((format(printf, 2, 3)))
+#endif
+        ;
+
+    const espnn_pte_desc_t &desc_;
+    Impl *impl_ = nullptr;
+    uint32_t latency_us_ = 0;
+    char error_[320];
+};
+
+#endif /* __cplusplus */
+
+#endif /* EXECUTORCH_ESPNN_H */

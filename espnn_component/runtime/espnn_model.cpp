@@ -1,0 +1,559 @@
+/*
+ * EspnnModel: an embedded .pte, loaded with a BufferDataLoader over the embedded bytes (no
+ * copy) into pools that the generated description sizes exactly and the memory policy
+ * places.  Nothing is allocated by invoke().
+ */
+#include "executorch_espnn.h"
+
+#include <math.h>
+#include <new>
+#include <optional>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <executorch/extension/data_loader/buffer_data_loader.h>
+#include <executorch/runtime/core/hierarchical_allocator.h>
+#include <executorch/runtime/core/memory_allocator.h>
+#include <executorch/runtime/executor/memory_manager.h>
+#include <executorch/runtime/executor/method.h>
+#include <executorch/runtime/executor/program.h>
+#include <executorch/runtime/platform/clock.h>
+#include <executorch/runtime/platform/platform.h>
+#include <executorch/runtime/platform/runtime.h>
+
+#include "espnn_compat.h"
+#include "espnn_format.h"
+#include "espnn_mem.h"
+
+namespace et = ::executorch::runtime;
+using ::executorch::aten::ScalarType;
+using ::executorch::extension::BufferDataLoader;
+
+namespace {
+
+constexpr size_t kPoolAlign = 16;
+
+size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+struct Slot {
+    void *tensor = nullptr; /* the program tensor's storage */
+    size_t numel = 0;
+    uint8_t dtype = 0; /* ESPNN_DTYPE_INT8 or ESPNN_DTYPE_FLOAT32 */
+    float scale = 0.0f;
+    int32_t zero_point = 0;
+    espnn_mem_block_t staging{}; /* the other-dtype view, allocated on first request */
+    bool use_staging = false;
+};
+
+int8_t quantize_one(float x, float inv_scale, int32_t zero_point) {
+    /* ExecuTorch's quantize_per_tensor: round half to even of x * (1/scale), then + zp */
+    if (isnan(x)) {
+        return static_cast<int8_t>(zero_point);
+    }
+    float v = nearbyintf(x * inv_scale);
+    if (v > 1000.0f) {
+        v = 1000.0f;
+    } else if (v < -1000.0f) {
+        v = -1000.0f;
+    }
+    int32_t q = static_cast<int32_t>(v) + zero_point;
+    q = q < -128 ? -128 : (q > 127 ? 127 : q);
+    return static_cast<int8_t>(q);
+}
+
+void quantize(const float *in, int8_t *out, size_t n, float scale, int32_t zero_point) {
+    const float inv = 1.0f / scale;
+    for (size_t i = 0; i < n; ++i) {
+        out[i] = quantize_one(in[i], inv, zero_point);
+    }
+}
+
+void dequantize(const int8_t *in, float *out, size_t n, float scale, int32_t zero_point) {
+    for (size_t i = 0; i < n; ++i) {
+        out[i] = static_cast<float>(static_cast<int32_t>(in[i]) - zero_point) * scale;
+    }
+}
+
+const char *dtype_text(uint8_t dtype) {
+    return dtype == ESPNN_DTYPE_INT8 ? "int8" : (dtype == ESPNN_DTYPE_FLOAT32 ? "float32" : "unsupported");
+}
+
+uint8_t espnn_dtype_of(ScalarType t) {
+    if (t == ScalarType::Char) {
+        return ESPNN_DTYPE_INT8;
+    }
+    if (t == ScalarType::Float) {
+        return ESPNN_DTYPE_FLOAT32;
+    }
+    return 0;
+}
+
+/* A pool that remembers the highest offset handed out, for the "too small" messages. */
+class PoolAllocator final : public et::MemoryAllocator {
+  public:
+    PoolAllocator(uint32_t size, uint8_t *base) : et::MemoryAllocator(size, base) {}
+    void *allocate(size_t size, size_t alignment) override {
+        void *p = et::MemoryAllocator::allocate(size, alignment);
+        if (p == nullptr) {
+            failed_request_ = size;
+        } else if (used_size() > peak_) {
+            peak_ = used_size();
+        }
+        return p;
+    }
+    size_t peak() const { return peak_; }
+    size_t failed_request() const { return failed_request_; }
+
+  private:
+    size_t peak_ = 0;
+    size_t failed_request_ = 0;
+};
+
+void runtime_init_once() {
+    static const bool done = [] {
+        et::runtime_init();
+        return true;
+    }();
+    (void)done;
+}
+
+} // namespace
+
+struct EspnnModel::Impl {
+    espnn_mem_block_t self{};
+    espnn_mem_block_t method_pool{};
+    espnn_mem_block_t temp_pool{};
+    espnn_mem_block_t planned_pool{};
+    BufferDataLoader loader;
+    std::optional<et::Program> program;
+    std::optional<PoolAllocator> method_allocator;
+    std::optional<PoolAllocator> temp_allocator;
+    std::optional<et::HierarchicalAllocator> planned;
+    std::optional<et::MemoryManager> memory;
+    std::optional<et::Method> method;
+    et::Span<uint8_t> *planned_spans = nullptr; /* in the same block as this struct */
+    size_t n_planned = 0;
+    Slot *inputs = nullptr;
+    Slot *outputs = nullptr;
+
+    Impl(const void *data, size_t size) : loader(data, size) {}
+};
+
+EspnnModel::EspnnModel(const espnn_pte_desc_t &desc) : desc_(desc) { error_[0] = '\0'; }
+
+EspnnModel::~EspnnModel() { end(); }
+
+void EspnnModel::fail(const char *fmt, ...) {
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(error_, sizeof error_, fmt, args);
+    va_end(args);
+}
+
+const espnn_pte_tensor_t *EspnnModel::input_info(size_t index) const {
+    return (desc_.inputs != nullptr && index < desc_.n_inputs) ? &desc_.inputs[index] : nullptr;
+}
+
+const espnn_pte_tensor_t *EspnnModel::output_info(size_t index) const {
+    return (desc_.outputs != nullptr && index < desc_.n_outputs) ? &desc_.outputs[index] : nullptr;
+}
+
+static size_t numel_of(const espnn_pte_tensor_t *t) {
+    if (t == nullptr) {
+        return 0;
+    }
+    size_t n = 1;
+    for (uint8_t i = 0; i < t->rank && i < 4; ++i) {
+        n *= t->dims[i];
+    }
+    return n;
+}
+
+size_t EspnnModel::input_numel(size_t index) const { return numel_of(input_info(index)); }
+
+size_t EspnnModel::output_numel(size_t index) const { return numel_of(output_info(index)); }
+
+static void free_block(espnn_mem_block_t *block) {
+    if (block->ptr != nullptr) {
+        espnn_mem_free(*block);
+    }
+    *block = espnn_mem_block_t{};
+}
+
+void EspnnModel::end() {
+    if (impl_ == nullptr) {
+        return;
+    }
+    Impl *impl = impl_;
+    impl_ = nullptr;
+    /* reverse order of construction: the Method first (it destroys the delegates) */
+    impl->method.reset();
+    impl->memory.reset();
+    impl->planned.reset();
+    impl->temp_allocator.reset();
+    impl->method_allocator.reset();
+    impl->program.reset();
+    for (size_t i = 0; i < desc_.n_inputs; ++i) {
+        free_block(&impl->inputs[i].staging);
+    }
+    for (size_t i = 0; i < desc_.n_outputs; ++i) {
+        free_block(&impl->outputs[i].staging);
+    }
+    free_block(&impl->planned_pool);
+    free_block(&impl->temp_pool);
+    free_block(&impl->method_pool);
+    espnn_mem_block_t self = impl->self;
+    impl->~Impl();
+    free_block(&self);
+}
+
+/* Copies the backend's last message after "<what>: <error name>" so a user sees why. */
+static void describe_failure(char *out, size_t size, const char *what, et::Error err) {
+    char detail[256];
+    detail[0] = '\0';
+    executorch_espnn_last_error(detail, sizeof detail);
+    if (detail[0] != '\0') {
+        snprintf(out, size, "%s failed with %s (0x%x): %s", what, et::to_string(err),
+                 static_cast<unsigned>(err), detail);
+    } else {
+        snprintf(out, size, "%s failed with %s (0x%x); the ExecuTorch log above has the details", what,
+                 et::to_string(err), static_cast<unsigned>(err));
+    }
+}
+
+bool EspnnModel::begin() {
+    if (impl_ != nullptr) {
+        return true;
+    }
+    error_[0] = '\0';
+    const espnn_pte_desc_t &d = desc_;
+    if (d.desc_version != ESPNN_PTE_DESC_VERSION) {
+        fail("model header description version %u, this runtime reads version %d: regenerate model_pte.h "
+             "with the installed executorch-espnn",
+             static_cast<unsigned>(d.desc_version), ESPNN_PTE_DESC_VERSION);
+        return false;
+    }
+    char msg[320];
+    if (!espnn_et::check_desc_versions(d, msg, sizeof msg)) {
+        fail("%s", msg);
+        return false;
+    }
+    if (d.data == nullptr || d.size == 0) {
+        fail("model header has no program bytes");
+        return false;
+    }
+    if ((reinterpret_cast<uintptr_t>(d.data) % kPoolAlign) != 0) {
+        fail("program bytes at %p are not 16-byte aligned: the generated data must keep its .balign 16",
+             static_cast<const void *>(d.data));
+        return false;
+    }
+    if ((d.n_inputs > 0 && d.inputs == nullptr) || (d.n_outputs > 0 && d.outputs == nullptr)) {
+        fail("model header lists %u inputs and %u outputs without their descriptions",
+             static_cast<unsigned>(d.n_inputs), static_cast<unsigned>(d.n_outputs));
+        return false;
+    }
+
+    runtime_init_once();
+    const int reg = executorch_espnn_register_backend();
+    if (reg != 0) {
+        char detail[256];
+        executorch_espnn_last_error(detail, sizeof detail);
+        fail("cannot register EspNNDelegateBackend (error 0x%x): %s", static_cast<unsigned>(reg), detail);
+        return false;
+    }
+
+    /* One STATE block holds Impl, the planned-buffer spans and the I/O slots; the number of
+     * planned buffers is only known after the program is parsed, so reserve ExecuTorch's
+     * small fixed maximum of memory ids. */
+    const size_t max_planned = 16;
+    const size_t spans_at = align_up(sizeof(Impl), alignof(et::Span<uint8_t>));
+    const size_t slots_at = align_up(spans_at + max_planned * sizeof(et::Span<uint8_t>), alignof(Slot));
+    const size_t self_bytes = slots_at + (static_cast<size_t>(d.n_inputs) + d.n_outputs) * sizeof(Slot);
+    espnn_mem_block_t self =
+        espnn_mem_alloc(ESPNN_MEM_STATE, self_bytes, kPoolAlign, "EspnnModel state", msg, sizeof msg);
+    if (self.ptr == nullptr) {
+        fail("%s", msg);
+        return false;
+    }
+    Impl *impl = new (self.ptr) Impl(d.data, d.size);
+    impl->self = self;
+    uint8_t *base = static_cast<uint8_t *>(self.ptr);
+    impl->planned_spans = new (base + spans_at) et::Span<uint8_t>[max_planned];
+    impl->inputs = new (base + slots_at) Slot[d.n_inputs + d.n_outputs];
+    impl->outputs = impl->inputs + d.n_inputs;
+    impl_ = impl;
+    if (!load(msg, sizeof msg)) {
+        fail("%s", msg);
+        end();
+        return false;
+    }
+    return true;
+}
+
+bool EspnnModel::load(char *msg, size_t msg_size) {
+    Impl *impl = impl_;
+    const espnn_pte_desc_t &d = desc_;
+    const char *method_name = d.method != nullptr ? d.method : "forward";
+
+    auto program = et::Program::load(&impl->loader, et::Program::Verification::InternalConsistency);
+    if (!program.ok()) {
+        describe_failure(msg, msg_size, "loading the embedded program", program.error());
+        return false;
+    }
+    impl->program.emplace(std::move(program.get()));
+
+    auto meta = impl->program->method_meta(method_name);
+    if (!meta.ok()) {
+        snprintf(msg, msg_size, "the embedded program has no method '%.40s' (error 0x%x)", method_name,
+                 static_cast<unsigned>(meta.error()));
+        return false;
+    }
+    if (meta->num_inputs() != d.n_inputs || meta->num_outputs() != d.n_outputs) {
+        snprintf(msg, msg_size,
+                 "the embedded program has %lu inputs and %lu outputs, model_pte.h declares %u and %u: "
+                 "the header and the .pte come from different builds",
+                 static_cast<unsigned long>(meta->num_inputs()), static_cast<unsigned long>(meta->num_outputs()),
+                 static_cast<unsigned>(d.n_inputs), static_cast<unsigned>(d.n_outputs));
+        return false;
+    }
+    for (size_t k = 0; k < d.n_inputs + d.n_outputs; ++k) {
+        const bool is_output = k >= d.n_inputs;
+        const size_t i = is_output ? k - d.n_inputs : k;
+        const espnn_pte_tensor_t &want = is_output ? d.outputs[i] : d.inputs[i];
+        auto info = is_output ? meta->output_tensor_meta(i) : meta->input_tensor_meta(i);
+        if (!info.ok()) {
+            snprintf(msg, msg_size, "%s %lu of the program is not a tensor", is_output ? "output" : "input",
+                     static_cast<unsigned long>(i));
+            return false;
+        }
+        const auto sizes = info->sizes();
+        bool same = espnn_dtype_of(info->scalar_type()) == want.dtype && sizes.size() == want.rank;
+        for (size_t j = 0; same && j < sizes.size(); ++j) {
+            same = sizes[j] >= 0 && static_cast<uint32_t>(sizes[j]) == want.dims[j];
+        }
+        if (!same) {
+            snprintf(msg, msg_size,
+                     "%s %lu of the program (ScalarType %d, rank %lu) does not match model_pte.h (%s, rank %u): "
+                     "the header and the .pte come from different builds",
+                     is_output ? "output" : "input", static_cast<unsigned long>(i),
+                     static_cast<int>(info->scalar_type()), static_cast<unsigned long>(sizes.size()),
+                     dtype_text(want.dtype), static_cast<unsigned>(want.rank));
+            return false;
+        }
+    }
+
+    /* planned buffers: carve the one PLANNED pool in the program's order */
+    const size_t n_planned = meta->num_memory_planned_buffers();
+    if (n_planned > 16) {
+        snprintf(msg, msg_size, "the program has %lu memory-planned buffers, EspnnModel supports 16",
+                 static_cast<unsigned long>(n_planned));
+        return false;
+    }
+    size_t planned_need = 0;
+    for (size_t i = 0; i < n_planned; ++i) {
+        auto size = meta->memory_planned_buffer_size(i);
+        if (!size.ok() || size.get() < 0) {
+            snprintf(msg, msg_size, "cannot read the size of planned buffer %lu", static_cast<unsigned long>(i));
+            return false;
+        }
+        /* each buffer starts 16-aligned; the last one needs no padding after it */
+        planned_need = align_up(planned_need, kPoolAlign) + static_cast<size_t>(size.get());
+    }
+    if (planned_need > d.planned_bytes) {
+        snprintf(msg, msg_size,
+                 "the program's planned buffers need %lu bytes, model_pte.h declares planned_bytes %u: "
+                 "the header and the .pte come from different builds",
+                 static_cast<unsigned long>(planned_need), static_cast<unsigned>(d.planned_bytes));
+        return false;
+    }
+    if (d.planned_bytes > 0) {
+        impl->planned_pool = espnn_mem_alloc(ESPNN_MEM_PLANNED, d.planned_bytes, kPoolAlign,
+                                             "ExecuTorch planned buffers", msg, msg_size);
+        if (impl->planned_pool.ptr == nullptr) {
+            return false;
+        }
+    }
+    uint8_t *cursor = static_cast<uint8_t *>(impl->planned_pool.ptr);
+    for (size_t i = 0; i < n_planned; ++i) {
+        const size_t bytes = static_cast<size_t>(meta->memory_planned_buffer_size(i).get());
+        impl->planned_spans[i] = et::Span<uint8_t>(cursor, bytes);
+        cursor += align_up(bytes, kPoolAlign);
+    }
+    impl->n_planned = n_planned;
+
+    if (d.method_allocator_bytes > 0) {
+        impl->method_pool = espnn_mem_alloc(ESPNN_MEM_STATE, d.method_allocator_bytes, kPoolAlign,
+                                            "ExecuTorch method allocator", msg, msg_size);
+        if (impl->method_pool.ptr == nullptr) {
+            return false;
+        }
+    }
+    if (d.temp_allocator_bytes > 0) {
+        impl->temp_pool = espnn_mem_alloc(ESPNN_MEM_PLANNED, d.temp_allocator_bytes, kPoolAlign,
+                                          "ExecuTorch temp allocator", msg, msg_size);
+        if (impl->temp_pool.ptr == nullptr) {
+            return false;
+        }
+    }
+    impl->method_allocator.emplace(d.method_allocator_bytes, static_cast<uint8_t *>(impl->method_pool.ptr));
+    /* a zero-capacity temp allocator (not none): without one ExecuTorch falls back to the
+     * PAL heap, and the description says how much temp memory the kernels need */
+    impl->temp_allocator.emplace(d.temp_allocator_bytes, static_cast<uint8_t *>(impl->temp_pool.ptr));
+    impl->planned.emplace(et::Span<et::Span<uint8_t>>(impl->planned_spans, n_planned));
+    impl->memory.emplace(&*impl->method_allocator, &*impl->planned, &*impl->temp_allocator);
+
+    executorch_espnn_clear_last_error();
+    auto method = impl->program->load_method(method_name, &*impl->memory);
+    if (!method.ok()) {
+        if (method.error() == et::Error::MemoryAllocationFailed && impl->method_allocator->failed_request() > 0) {
+            snprintf(msg, msg_size,
+                     "loading method '%.40s': the method allocator pool of %u bytes (model_pte.h "
+                     "method_allocator_bytes) is too small for a request of %lu bytes after %lu used",
+                     method_name, static_cast<unsigned>(d.method_allocator_bytes),
+                     static_cast<unsigned long>(impl->method_allocator->failed_request()),
+                     static_cast<unsigned long>(impl->method_allocator->used_size()));
+        } else if (method.error() == et::Error::MemoryAllocationFailed &&
+                   impl->temp_allocator->failed_request() > 0) {
+            snprintf(msg, msg_size,
+                     "loading method '%.40s': the temp allocator pool of %u bytes (model_pte.h "
+                     "temp_allocator_bytes) is too small for a request of %lu bytes",
+                     method_name, static_cast<unsigned>(d.temp_allocator_bytes),
+                     static_cast<unsigned long>(impl->temp_allocator->failed_request()));
+        } else {
+            char what[64];
+            snprintf(what, sizeof what, "loading method '%.40s'", method_name);
+            describe_failure(msg, msg_size, what, method.error());
+        }
+        return false;
+    }
+    impl->method.emplace(std::move(method.get()));
+
+    for (size_t k = 0; k < d.n_inputs + d.n_outputs; ++k) {
+        const bool is_output = k >= d.n_inputs;
+        const size_t i = is_output ? k - d.n_inputs : k;
+        const espnn_pte_tensor_t &info = is_output ? d.outputs[i] : d.inputs[i];
+        Slot &slot = is_output ? impl->outputs[i] : impl->inputs[i];
+        const et::EValue *value = nullptr;
+        if (is_output) {
+            value = &impl->method->get_output(i);
+        } else {
+            /* The planned input storage is only reachable through mutable_input() in this
+             * ExecuTorch; set_input() would copy every invoke.  It also marks the input set. */
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#endif
+            value = &impl->method->mutable_input(i);
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+        }
+        if (!value->isTensor() || value->toTensor().mutable_data_ptr() == nullptr) {
+            snprintf(msg, msg_size,
+                     "%s %lu of method '%.40s' has no planned storage: export the program with memory "
+                     "planning for inputs and outputs (the default)",
+                     is_output ? "output" : "input", static_cast<unsigned long>(i), method_name);
+            return false;
+        }
+        slot.tensor = value->toTensor().mutable_data_ptr();
+        slot.numel = static_cast<size_t>(value->toTensor().numel());
+        slot.dtype = info.dtype;
+        slot.scale = info.scale;
+        slot.zero_point = info.zero_point;
+    }
+    return true;
+}
+
+static void convert_output(const Slot &slot) {
+    if (slot.dtype == ESPNN_DTYPE_INT8) {
+        dequantize(static_cast<const int8_t *>(slot.tensor), static_cast<float *>(slot.staging.ptr), slot.numel,
+                   slot.scale, slot.zero_point);
+    } else {
+        quantize(static_cast<const float *>(slot.tensor), static_cast<int8_t *>(slot.staging.ptr), slot.numel,
+                 slot.scale, slot.zero_point);
+    }
+}
+
+void *EspnnModel::view(bool is_output, size_t index, ViewKind kind) {
+    const char *role = is_output ? "output" : "input";
+    if (impl_ == nullptr) {
+        fail("%s(%lu) before a successful begin()", role, static_cast<unsigned long>(index));
+        return nullptr;
+    }
+    const size_t count = is_output ? desc_.n_outputs : desc_.n_inputs;
+    if (index >= count) {
+        fail("%s index %lu out of range: the model has %lu %ss", role, static_cast<unsigned long>(index),
+             static_cast<unsigned long>(count), role);
+        return nullptr;
+    }
+    Slot &slot = is_output ? impl_->outputs[index] : impl_->inputs[index];
+    const uint8_t wanted = kind == kViewFloat ? ESPNN_DTYPE_FLOAT32 : ESPNN_DTYPE_INT8;
+    if (wanted == slot.dtype) {
+        slot.use_staging = false;
+        return slot.tensor;
+    }
+    if (!(slot.scale > 0.0f) || !isfinite(slot.scale)) {
+        fail("%s %lu is %s and model_pte.h gives it no quantization (scale %g): use %s<%s>()", role,
+             static_cast<unsigned long>(index), dtype_text(slot.dtype), static_cast<double>(slot.scale), role,
+             slot.dtype == ESPNN_DTYPE_INT8 ? "int8_t" : "float");
+        return nullptr;
+    }
+    if (slot.staging.ptr == nullptr) {
+        const size_t elem = wanted == ESPNN_DTYPE_FLOAT32 ? sizeof(float) : 1;
+        char what[48];
+        snprintf(what, sizeof what, "%s %lu %s view", role, static_cast<unsigned long>(index),
+                 wanted == ESPNN_DTYPE_FLOAT32 ? "float" : "int8");
+        char msg[256];
+        slot.staging = espnn_mem_alloc(ESPNN_MEM_PLANNED, slot.numel * elem, kPoolAlign, what, msg, sizeof msg);
+        if (slot.staging.ptr == nullptr) {
+            fail("%s", msg);
+            return nullptr;
+        }
+        memset(slot.staging.ptr, 0, slot.numel * elem);
+    }
+    slot.use_staging = true;
+    if (is_output) {
+        convert_output(slot); /* valid right away, not only after the next invoke() */
+    }
+    return slot.staging.ptr;
+}
+
+bool EspnnModel::invoke() {
+    if (impl_ == nullptr) {
+        if (error_[0] == '\0') {
+            fail("invoke() before a successful begin()");
+        }
+        return false;
+    }
+    const et_timestamp_t start = et::pal_current_ticks();
+    for (size_t i = 0; i < desc_.n_inputs; ++i) {
+        const Slot &slot = impl_->inputs[i];
+        if (!slot.use_staging) {
+            continue;
+        }
+        if (slot.dtype == ESPNN_DTYPE_INT8) {
+            quantize(static_cast<const float *>(slot.staging.ptr), static_cast<int8_t *>(slot.tensor), slot.numel,
+                     slot.scale, slot.zero_point);
+        } else {
+            dequantize(static_cast<const int8_t *>(slot.staging.ptr), static_cast<float *>(slot.tensor), slot.numel,
+                       slot.scale, slot.zero_point);
+        }
+    }
+    executorch_espnn_clear_last_error();
+    const et::Error err = impl_->method->execute();
+    if (err != et::Error::Ok) {
+        describe_failure(error_, sizeof error_, "invoke", err);
+        return false;
+    }
+    for (size_t i = 0; i < desc_.n_outputs; ++i) {
+        if (impl_->outputs[i].use_staging) {
+            convert_output(impl_->outputs[i]);
+        }
+    }
+    const et_timestamp_t stop = et::pal_current_ticks();
+    const uint64_t us = et::ticks_to_ns(stop - start) / 1000u;
+    latency_us_ = us > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(us);
+    error_[0] = '\0';
+    return true;
+}

@@ -1,0 +1,8 @@
+"""``python -m executorch_espnn``: see ``executorch_espnn.cli``."""
+
+from __future__ import annotations
+
+from .cli import main
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,166 @@
+"""Command line: ``python -m executorch_espnn build|inspect``.
+
+    build MODEL --out DIR [--target esp32s3] [--strict] [--calibration data.npz]
+        lowers a .py/.pt2 model (or takes a ready .pte) and writes DIR/model.pte,
+        DIR/report.json, DIR/report.txt and DIR/selected_operators.yaml
+    inspect FILE.pte [--json]
+        prints the report of a ready .pte
+
+Every error this package raises on purpose ends the command with exit code 1 and one
+``error: …`` message on stderr (the traceback only with ``--verbose``).  Nothing outside the
+output directory is written and no environment variable is read or set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from .errors import EspNNError, PteError, StrictModeError
+from .version import __version__
+
+OUTPUT_FILES = ("model.pte", "report.json", "report.txt", "selected_operators.yaml")
+
+
+def _parser() -> argparse.ArgumentParser:
+    from .lowering import TARGETS  # cheap: no torch import
+
+    ap = argparse.ArgumentParser(
+        prog="python -m executorch_espnn",
+        description="Lower PyTorch models to ExecuTorch programs with ESP-NN delegates for ESP32.",
+    )
+    ap.add_argument("--version", action="version", version=f"executorch-espnn {__version__}")
+    sub = ap.add_subparsers(dest="command", required=True, metavar="{build,inspect}")
+
+    b = sub.add_parser("build", help="lower a model and write model.pte plus its report",
+                       description="Lower MODEL (.py defining model()/example_inputs(), .pt2 from "
+                                   "torch.export.save, or a ready .pte) and write "
+                                   + ", ".join(OUTPUT_FILES) + " into --out.")
+    b.add_argument("model", type=Path, help="model.py, model.pt2 or model.pte")
+    b.add_argument("--out", type=Path, required=True, help="output directory (created if needed)")
+    b.add_argument("--target", default=None,
+                   help=f"chip the payload is built for: {', '.join(TARGETS)} (default esp32s3)")
+    b.add_argument("--strict", action="store_true",
+                   help="fail if any operator would stay on the CPU")
+    b.add_argument("--calibration", type=Path, default=None,
+                   help="calibration batches as .npz: arrays input0, input1, ... of shape "
+                        "(n_batches, *example_input.shape)")
+    b.add_argument("--verbose", action="store_true", help="show tracebacks on errors")
+    b.add_argument("--quiet", action="store_true", help="print only errors")
+
+    i = sub.add_parser("inspect", help="print the report of a ready .pte")
+    i.add_argument("pte", type=Path, help="a .pte containing EspNNDelegateBackend delegates")
+    i.add_argument("--json", action="store_true", help="print the report as JSON")
+    i.add_argument("--verbose", action="store_true", help="show tracebacks on errors")
+    return ap
+
+
+def _write_outputs(out: Path, pte: bytes, report_json: str, report_txt: str) -> list[Path]:
+    from .lowering import write_selected_operators
+
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in (("report.json", report_json), ("report.txt", report_txt)):
+        (out / name).write_text(text, encoding="utf-8")
+        written.append(out / name)
+    (out / "model.pte").write_bytes(pte)
+    written.insert(0, out / "model.pte")
+    written.append(write_selected_operators(pte, out / "selected_operators.yaml"))
+    return written
+
+
+def _strict_check(report_cpu: Sequence[tuple[str, str]], source: Path) -> None:
+    if report_cpu:
+        lines = "\n".join(f"  {op}: {why}" for op, why in report_cpu)
+        raise StrictModeError(
+            f"--strict: {len(report_cpu)} operator(s) of {source} run on the CPU:\n{lines}"
+        )
+
+
+def _build(args: argparse.Namespace, out: TextIO) -> int:
+    from .lowering import check_target
+
+    target = check_target(args.target or "esp32s3")  # fail fast, before importing torch
+
+    def say(msg: str) -> None:
+        if not args.quiet:
+            print(msg, file=out, flush=True)
+
+    from .modelfile import load_model_file
+
+    say(f"loading {args.model}")
+    src = load_model_file(args.model, args.calibration)
+    if src.kind == "pte":
+        from .report import build_report
+
+        assert src.pte is not None
+        say("[1/1] report of a ready .pte (no lowering)")
+        report = build_report(src.pte, target=target if args.target else None)
+        if args.target:
+            wrong = [p for p in report.partitions if p.target not in (target, "generic")]
+            if wrong:
+                raise PteError(
+                    f"{args.model} was built for {wrong[0].target}, not {target}; "
+                    f"lower the model again with --target {target}"
+                )
+        if args.strict:
+            _strict_check([(e.operator, e.reason) for e in report.cpu_ops], args.model)
+        pte = src.pte
+    else:
+        from .lowering import lower
+
+        assert src.model is not None
+        lowered = lower(src.model, src.example_inputs, src.calibration, target=target,
+                        strict=args.strict, progress=say)
+        report, pte = lowered.report, lowered.pte
+    written = _write_outputs(args.out, pte, json.dumps(report.to_dict(), indent=2) + "\n", str(report))
+    if not args.quiet:
+        say("")
+        say(report.summary())
+        for w in report.warnings:
+            say(f"warning: {w}")
+        say("wrote " + ", ".join(str(p) for p in written))
+    return 0
+
+
+def _inspect(args: argparse.Namespace, out: TextIO) -> int:
+    from .modelfile import load_model_file
+    from .report import build_report
+
+    src = load_model_file(args.pte)
+    if src.kind != "pte":
+        raise PteError(f"inspect reads a ready .pte; {args.pte} is a .{src.kind}: use `build` to lower it")
+    assert src.pte is not None
+    report = build_report(src.pte)
+    print(json.dumps(report.to_dict(), indent=2) if args.json else str(report), file=out, end="\n" if args.json else "")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Run the CLI; returns the exit code (0 success, 1 an error explained on stderr)."""
+    stdout = out or sys.stdout
+    stderr = err or sys.stderr
+    args = _parser().parse_args(argv)
+    try:
+        with warnings.catch_warnings():
+            if not args.verbose:  # torch/executorch deprecation chatter is not the user's concern
+                warnings.simplefilter("ignore", DeprecationWarning)
+                warnings.simplefilter("ignore", FutureWarning)
+            if args.command == "build":
+                return _build(args, stdout)
+            return _inspect(args, stdout)
+    except EspNNError as exc:
+        if args.verbose:
+            traceback.print_exc(file=stderr)
+        msg = str(exc).strip() or type(exc).__name__
+        print(f"error: {msg}", file=stderr, flush=True)
+        return 1
+    except KeyboardInterrupt:
+        print("error: interrupted", file=stderr)
+        return 130

@@ -1,0 +1,255 @@
+"""``lower()``: a PyTorch model to an ExecuTorch program with ESP-NN delegates, in one call.
+
+    torch.export  ->  quantize (EspNNQuantizer, calibration)  ->
+    to_edge_transform_and_lower(partitioner=[EspNNPartitioner])  ->  to_executorch()
+
+The result carries the ``.pte`` bytes, the report derived from them, and the time spent in
+each stage.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import EspNNError, ExportError, LoweringError, UnsupportedTargetError
+from .payload.format import Target
+from .report import LoweringReport, TensorSpec, build_report
+
+if TYPE_CHECKING:
+    import torch
+    from torch.export import ExportedProgram
+
+    from .quantizer import EspNNQuantizer
+
+TARGETS: tuple[str, ...] = tuple(t.name.lower() for t in Target)
+STAGES = ("export", "quantize", "partition", "to_executorch")
+_STAGE_TITLES = {
+    "export": "export",
+    "quantize": "quantize + calibrate",
+    "partition": "partition + preprocess",
+    "to_executorch": "to_executorch",
+}
+
+Progress = Callable[[str], None]
+
+
+def check_target(target: str) -> str:
+    """The canonical target name, or UnsupportedTargetError listing the valid ones."""
+    try:
+        return Target.parse(target).name.lower()
+    except (ValueError, AttributeError):
+        raise UnsupportedTargetError(
+            f"unknown target {target!r}; choose one of: {', '.join(TARGETS)}"
+        ) from None
+
+
+@dataclass(frozen=True)
+class StageTimings:
+    """Seconds spent in each lowering stage (0.0 for a stage that was skipped)."""
+
+    export: float = 0.0
+    quantize: float = 0.0  # prepare + calibrate + convert (+ the quantized program's export)
+    partition: float = 0.0  # to_edge_transform_and_lower: partitioning and preprocess
+    to_executorch: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return self.export + self.quantize + self.partition + self.to_executorch
+
+    def as_dict(self) -> dict[str, float]:
+        return {s: getattr(self, s) for s in STAGES}
+
+
+@dataclass
+class LoweredModel:
+    pte: bytes
+    report: LoweringReport
+    timings: StageTimings
+    # the quantized program that was lowered (q/dq ops, float I/O): what the delegate's
+    # arithmetic is compared against; None when not kept
+    quantized_program: ExportedProgram | None = None
+
+    @property
+    def inputs(self) -> list[TensorSpec]:
+        """Program inputs: names, shapes, dtypes and, when the delegate or a CPU kernel
+        quantizes them, the int8 side's scale and zero point."""
+        return self.report.inputs
+
+    @property
+    def outputs(self) -> list[TensorSpec]:
+        return self.report.outputs
+
+    def save(self, path: str | Path) -> Path:
+        """Write the .pte (creating parent directories); returns the path."""
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(self.pte)
+        return p
+
+
+def write_selected_operators(pte: bytes, path: str | Path) -> Path:
+    """Write ``selected_operators.yaml`` for ExecuTorch's selective build: the CPU operators
+    the program calls (delegated work needs none), with their dtype-specialised kernel keys.
+    Produced by ExecuTorch's own ``gen_oplist`` from the program bytes."""
+    from executorch.codegen.tools.gen_oplist import gen_oplist
+
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as d:
+        pte_path = Path(d) / "model.pte"
+        pte_path.write_bytes(pte)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):  # gen_oplist narrates on stdout
+                gen_oplist(output_path=str(out), model_file_path=str(pte_path))
+        except Exception as exc:
+            raise LoweringError(f"writing {out} failed: {type(exc).__name__}: {exc}") from exc
+    return out
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+
+
+def _is_quantized(ep: ExportedProgram) -> bool:
+    return any(
+        n.op == "call_function" and "quantized_decomposed" in str(n.target) for n in ep.graph.nodes
+    )
+
+
+def _eval_module(ep: ExportedProgram) -> torch.fx.GraphModule:
+    """``ep.module()`` on which ``.eval()`` works (the quantizer puts models in eval mode)."""
+    from torchao.quantization.pt2e import allow_exported_model_train_eval
+
+    gm = ep.module()
+    allow_exported_model_train_eval(gm)
+    return gm
+
+
+def lower(
+    model: torch.nn.Module | ExportedProgram,
+    example_inputs: tuple[Any, ...] | None = None,
+    calibration: Iterable[Any] | None = None,
+    target: str = "esp32s3",
+    strict: bool = False,
+    *,
+    quantizer: EspNNQuantizer | None = None,
+    progress: Progress | None = None,
+) -> LoweredModel:
+    """Lower ``model`` for ``target`` and return the program, its report and stage timings.
+
+    ``model`` is an ``nn.Module`` or an ``ExportedProgram`` (e.g. ``torch.export.load`` of a
+    .pt2, whose example inputs are used when ``example_inputs`` is None; an already
+    quantized program skips quantization).  ``calibration`` yields input tuples shaped like
+    ``example_inputs``; without it the model is calibrated on random data and the report
+    warns.  ``strict=True`` raises ``StrictModeError`` naming every operator that would stay
+    on the CPU.  ``progress`` receives one line as each stage starts and ends.
+    """
+    import torch
+
+    tgt = check_target(target)
+    say: Progress = progress or (lambda _msg: None)
+    times: dict[str, float] = {}
+
+    def stage(i: int, name: str, detail: str = "") -> float:
+        say(f"[{i}/4] {_STAGE_TITLES[name]}{detail} ...")
+        return time.perf_counter()
+
+    def done(i: int, name: str, t0: float) -> None:
+        times[name] = time.perf_counter() - t0
+        say(f"[{i}/4] {_STAGE_TITLES[name]}: {times[name]:.2f} s")
+
+    # 1. export
+    if isinstance(model, torch.export.ExportedProgram):
+        ep = model
+        if example_inputs is None:
+            if ep.example_inputs is None:
+                raise LoweringError(
+                    "the ExportedProgram carries no example inputs; pass example_inputs= to lower()"
+                )
+            example_inputs = tuple(ep.example_inputs[0])
+        t0 = stage(1, "export", " (already exported)")
+        done(1, "export", t0)
+    elif isinstance(model, torch.nn.Module):
+        if example_inputs is None:
+            raise LoweringError(
+                "lower() needs example_inputs for an nn.Module: a tuple of tensors, e.g. (torch.randn(1, 3, 96, 96),)"
+            )
+        if not isinstance(example_inputs, tuple):
+            raise LoweringError(
+                f"example_inputs must be a tuple of tensors, got {type(example_inputs).__name__}; "
+                "wrap a single tensor as (x,)"
+            )
+        from .quantizer.workflow import export_model
+
+        t0 = stage(1, "export", f" {type(model).__name__}")
+        ep = export_model(model, example_inputs)
+        done(1, "export", t0)
+    else:
+        raise LoweringError(
+            f"lower() takes a torch.nn.Module or a torch.export.ExportedProgram, got {type(model).__name__}"
+        )
+    input_names = list(ep.graph_signature.user_inputs)
+
+    # 2. quantize + calibrate
+    calibrated: bool | None
+    if _is_quantized(ep):
+        t0 = stage(2, "quantize", " (already quantized: skipped)")
+        qep = ep
+        calibrated = None
+        done(2, "quantize", t0)
+    else:
+        from .quantizer import quantize
+
+        detail = "" if calibration is not None else " (no calibration data: random inputs)"
+        t0 = stage(2, "quantize", detail)
+        q = quantize(_eval_module(ep), example_inputs, calibration, quantizer)
+        try:
+            qep = torch.export.export(q.graph_module, example_inputs)
+        except Exception as exc:
+            raise ExportError(f"exporting the quantized model failed: {_first_line(exc)}") from exc
+        calibrated = q.calibrated
+        done(2, "quantize", t0)
+
+    # 3. partition + preprocess
+    from executorch.exir import to_edge_transform_and_lower
+
+    from .backend import EspNNDelegateBackend  # noqa: F401  (registers the backend by class name)
+    from .partitioner import EspNNPartitioner
+
+    partitioner = EspNNPartitioner(target=tgt, allow_cpu_fallback=not strict)
+    t0 = stage(3, "partition", f" for {tgt}")
+    try:
+        edge = to_edge_transform_and_lower(qep, partitioner=[partitioner])
+    except EspNNError:
+        raise
+    except Exception as exc:
+        raise LoweringError(f"partitioning/preprocess failed: {_first_line(exc)}") from exc
+    done(3, "partition", t0)
+
+    # 4. to_executorch
+    t0 = stage(4, "to_executorch")
+    try:
+        et = edge.to_executorch()
+        pte = bytes(et.buffer)
+    except Exception as exc:
+        raise LoweringError(f"to_executorch failed: {_first_line(exc)}") from exc
+    done(4, "to_executorch", t0)
+
+    timings = StageTimings(**times)
+    report = build_report(
+        pte,
+        decisions=partitioner.decisions,
+        target=tgt,
+        calibrated=calibrated,
+        input_names=input_names,
+        timings=timings.as_dict(),
+    )
+    return LoweredModel(pte, report, timings, qep)

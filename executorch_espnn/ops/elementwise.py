@@ -1,0 +1,135 @@
+"""add and mul of two int8 tensors (same shape, or broadcasting dims of size 1)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+from ..payload import Opcode
+from ..quant_math import add_params
+from . import OpLowering, Unit, Unsupported, register
+from .common import act_range, requant
+
+if TYPE_CHECKING:
+    from torch.fx import Node
+
+    from ..payload_builder import PayloadBuilder, Perm, Value
+
+ADD_LEFT_SHIFT = 20  # TFLite's choice for int8: headroom for the rescaled operands
+
+
+def _operands(node: Node) -> list[Node]:
+    """Both tensor operands, or the one tensor operand when the other is a Python number."""
+    from torch.fx import Node as FxNode
+
+    a, b = node.args[0], node.args[1]
+    if isinstance(a, FxNode) and isinstance(b, FxNode):
+        return [a, b]
+    if isinstance(a, FxNode) and isinstance(b, (int, float)) and not isinstance(b, bool):
+        return [a]
+    raise Unsupported("operands are neither two tensors nor a tensor and a number")
+
+
+def _scalar_lut(unit: Unit, b: PayloadBuilder) -> bool:
+    """x + c and x * c are unary functions: one exact LUT (with any fused clamp applied)."""
+    from ..lowering_graph import clamp_bounds, node_op
+    from .activation import aten_overload, emit_lut
+
+    node = unit.anchor
+    if len(unit.inputs) != 1:
+        return False
+    op = aten_overload("aten.add.Tensor" if node_op(node).startswith("aten.add") else "aten.mul.Tensor")
+    scalar = node.args[1]
+    bounds = [clamp_bounds(f) for f in unit.fused]
+
+    def fn(t: torch.Tensor) -> torch.Tensor:
+        y: torch.Tensor = op(t, scalar)
+        for lo, hi in bounds:
+            y = torch.clamp(y, lo, hi)
+        return y
+
+    emit_lut(unit, b, fn)
+    return True
+
+
+def _broadcast_operands(unit: Unit, b: PayloadBuilder) -> tuple[Value, Value, Perm, tuple[int, ...]]:
+    from ..lowering_graph import static_shape
+    from ..payload_builder import nhwc
+
+    out_shape = static_shape(unit.output)
+    r = len(out_shape)
+    vals = []
+    for dq in unit.inputs:
+        v = b.operand(dq)
+        if v.rank > r:
+            raise Unsupported(f"operand {v.shape} has more dims than the result {out_shape}")
+        if v.rank < r:
+            v = b.reshaped(v, (1,) * (r - v.rank) + v.shape)
+        for d, o in zip(v.shape, out_shape, strict=True):
+            if d not in (1, o):
+                raise Unsupported(f"operand {v.shape} does not broadcast to {out_shape}")
+        vals.append(v)
+    full = [v for v in vals if v.shape == out_shape]
+    perm = b.any_layout(full[0], nhwc(r)) if full else nhwc(r)
+    return vals[0], vals[1], perm, out_shape
+
+
+@register
+class Add(OpLowering):
+    targets = ("aten.add.Tensor", "aten.add.Scalar")
+    fuses_activation = True
+
+    def activation_args(self, node: Node) -> list[Node]:
+        from ..lowering_graph import node_arg
+
+        if node_arg(node, 2, "alpha", 1) != 1:
+            raise Unsupported("add with alpha != 1")
+        return _operands(node)
+
+    def lower(self, unit: Unit, b: PayloadBuilder) -> None:
+        from ..lowering_graph import qdq_params
+
+        if _scalar_lut(unit, b):
+            return
+        va, vb, perm, shape = _broadcast_operands(unit, b)
+        assert va.qp is not None and vb.qp is not None
+        qout = qdq_params(unit.output)
+        twice_max = 2.0 * max(va.qp.scale, vb.qp.scale)
+        requant(va.qp.scale / twice_max, "add, first operand")
+        requant(vb.qp.scale / twice_max, "add, second operand")
+        requant(twice_max / ((1 << ADD_LEFT_SHIFT) * qout.scale), "add, output")
+        p = add_params(va.qp.scale, vb.qp.scale, qout.scale, ADD_LEFT_SHIFT)
+        act_min, act_max = act_range(unit, qout)
+        ta, tb = b.realize(va, perm), b.realize(vb, perm)
+        _, out = b.define(unit.output, perm, shape)
+        b.emit(Opcode.ADD, [ta, tb], out, {
+            "a_offset": -va.qp.zero_point, "b_offset": -vb.qp.zero_point, **p,
+            "out_offset": qout.zero_point, "act_min": act_min, "act_max": act_max,
+        })
+
+
+@register
+class Mul(OpLowering):
+    targets = ("aten.mul.Tensor", "aten.mul.Scalar")
+    fuses_activation = True
+
+    def activation_args(self, node: Node) -> list[Node]:
+        return _operands(node)
+
+    def lower(self, unit: Unit, b: PayloadBuilder) -> None:
+        from ..lowering_graph import qdq_params
+
+        if _scalar_lut(unit, b):
+            return
+        va, vb, perm, shape = _broadcast_operands(unit, b)
+        assert va.qp is not None and vb.qp is not None
+        qout = qdq_params(unit.output)
+        mult, shift = requant(va.qp.scale32 * vb.qp.scale32 * qout.inv_scale32, "mul")
+        act_min, act_max = act_range(unit, qout)
+        ta, tb = b.realize(va, perm), b.realize(vb, perm)
+        _, out = b.define(unit.output, perm, shape)
+        b.emit(Opcode.MUL, [ta, tb], out, {
+            "a_offset": -va.qp.zero_point, "b_offset": -vb.qp.zero_point, "out_mult": mult, "out_shift": shift,
+            "out_offset": qout.zero_point, "act_min": act_min, "act_max": act_max,
+        })

@@ -1,0 +1,280 @@
+"""Data movement: reshape-like views, permute, slice/select, cat, constant pad, nearest upsampling.
+
+None of these change values, so when the quantizer gave the output other
+quantization parameters than the input, a requantising LUT follows (exactly the
+program's dequantize → quantize).  Layouts are tracked, not forced: a permute is
+free (it relabels the bytes), a flatten of [N, C, 1, 1] is a free reshape, and only
+a reshape that mixes channels with H/W asks for the logical (NCHW) order.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from ..payload import DType, Opcode
+from ..payload.format import MAX_OP_INPUTS
+from . import OpLowering, Unit, Unsupported, register
+from .common import emit_moved, normalize_dim, requant_table
+
+if TYPE_CHECKING:
+    from torch.fx import Node
+
+    from ..payload_builder import PayloadBuilder
+
+
+@register
+class Reshape(OpLowering):
+    targets = (
+        "aten.view_copy.default",
+        "aten.view.default",
+        "aten._unsafe_view.default",
+        "aten.reshape.default",
+        "aten.flatten.using_ints",
+        "aten.squeeze_copy.dims",
+        "aten.squeeze_copy.dim",
+        "aten.squeeze_copy.default",
+        "aten.unsqueeze_copy.default",
+        "aten.squeeze.dims",
+        "aten.squeeze.dim",
+        "aten.unsqueeze.default",
+        "aten.clone.default",
+        "aten.alias_copy.default",
+        "dim_order_ops._clone_dim_order.default",
+        "aten.dropout.default",
+        "aten.feature_dropout.default",
+    )
+
+    def lower(self, unit: Unit, b: PayloadBuilder) -> None:
+        from ..lowering_graph import node_arg, node_op, qdq_params, static_shape
+        from ..payload_builder import identity
+
+        node = unit.anchor
+        name = node_op(node)
+        if name == "aten.clone.default":
+            fmt = node.kwargs.get("memory_format")
+            if fmt not in (None, torch.contiguous_format, torch.preserve_format):
+                raise Unsupported(f"clone to {fmt}")
+        if name == "dim_order_ops._clone_dim_order.default":
+            order = node.kwargs.get("dim_order")
+            x_rank = len(static_shape(unit.inputs[0]))
+            if order is not None and (not isinstance(order, (list, tuple)) or list(order) != list(range(x_rank))):
+                raise Unsupported(f"clone to dim order {order}")
+        if name in ("aten.dropout.default", "aten.feature_dropout.default") and node_arg(node, 2, "train"):
+            raise Unsupported("dropout in training mode")
+        x = b.operand(unit.inputs[0])
+        assert x.qp is not None
+        out_shape = static_shape(unit.output)
+        if int(np.prod(out_shape, dtype=np.int64)) != int(np.prod(x.shape, dtype=np.int64)):
+            raise Unsupported(f"{name} changes the element count")
+        src = b.contiguous(x)
+        qout = qdq_params(unit.output)
+        _, out = b.define(unit.output, identity(len(out_shape)))
+        if qout == x.qp:
+            b.emit(Opcode.RESHAPE, [src], out)
+        else:
+            b.emit(Opcode.LUT, [src, b.constant(requant_table(x.qp, qout))], out)
+
+
+@register
+class Permute(OpLowering):
+    targets = ("aten.permute_copy.default", "aten.permute.default")
+
+    def lower(self, unit: Unit, b: PayloadBuilder) -> None:
+        from ..lowering_graph import node_arg, qdq_params, static_shape
+        from ..payload_builder import inverse, nhwc
+
+        x = b.operand(unit.inputs[0])
+        assert x.qp is not None
+        dims = [normalize_dim(d, x.rank) for d in node_arg(unit.anchor, 1, "dims")]
+        if sorted(dims) != list(range(x.rank)):
+            raise Unsupported(f"{dims} is not a permutation")
+        # if the input is still to be made, make it so that the output is in logical order
+        perm = b.any_layout(x, tuple(dims) if not x.real else nhwc(x.rank))
+        x_t = b.realize(x, perm)
+        inv = inverse(tuple(dims))
+        out_perm = tuple(inv[p] for p in perm)
+        if static_shape(unit.output) != tuple(x.shape[d] for d in dims):
+            raise Unsupported("unexpected output shape")
+        qout = qdq_params(unit.output)
+        if qout == x.qp:
+            b.alias(unit.output, out_perm, x_t)  # same bytes, other labels: no op at all
+        else:
+            _, out = b.define(unit.output, out_perm)
+            b.emit(Opcode.LUT, [x_t, b.constant(requant_table(x.qp, qout))], out)
+
+
+def _slice_words(starts: list[int], steps: list[int]) -> dict[str, int]:
+    s = starts + [0] * (4 - len(starts))
+    t = steps + [1] * (4 - len(steps))
+    return {**{f"start{i}": s[i] for i in range(4)}, **{f"step{i}": t[i] for i in range(4)}}
+
+
+@register
+class Slice(OpLowering):
+    targets = ("aten.slice_copy.Tensor", "aten.slice.Tensor", "aten.select_copy.int", "aten.select.int",
+               "aten.narrow_copy.default", "aten.narrow.default")
+
+    def lower(self, unit: Unit, b: PayloadBuilder) -> None:
+        from ..lowering_graph import node_arg, node_op, static_shape
+        from ..payload_builder import identity, nhwc
+
+        node = unit.anchor
+        name = node_op(node)
+        x = b.operand(unit.inputs[0])
+        assert x.qp is not None
+        if x.rank == 0:
+            raise Unsupported("slice of a scalar")
+        dim = normalize_dim(node_arg(node, 1, "dim", 0), x.rank)
+        size = x.shape[dim]
+        if name.startswith("aten.select"):
+            idx = int(node_arg(node, 2, "index"))
+            idx = idx + size if idx < 0 else idx
+            start, step, count = idx, 1, 1
+        elif name.startswith("aten.narrow"):
+            start = int(node_arg(node, 2, "start"))
+            start = start + size if start < 0 else start
+            step, count = 1, int(node_arg(node, 3, "length"))
+        else:
+            start_a = node_arg(node, 2, "start", None)
+            end_a = node_arg(node, 3, "end", None)
+            step = int(node_arg(node, 4, "step", 1))
+            if step < 1:
+                raise Unsupported(f"slice step {step}")
+            start, end, _ = slice(start_a, end_a, step).indices(size)
+            count = max(0, (end - start + step - 1) // step)
+        if count < 1 or not 0 <= start < size or start + (count - 1) * step > size - 1:
+            raise Unsupported(f"empty or out-of-range slice of dim {dim}")
+        kept = tuple(count if i == dim else d for i, d in enumerate(x.shape))
+        out_shape = static_shape(unit.output)
+        perm = b.any_layout(x, nhwc(x.rank))
+        x_t = b.realize(x, perm)
+        words = _slice_words(
+            [start if perm[i] == dim else 0 for i in range(x.rank)],
+            [step if perm[i] == dim else 1 for i in range(x.rank)],
+        )
+        if out_shape == kept:
+            emit_moved(b, unit, x.qp, perm, lambda out: b.emit(Opcode.SLICE, [x_t], out, words))
+            return
+        # select: slice, then drop the dim (a reshape, free when planned in place)
+        if out_shape != tuple(d for i, d in enumerate(x.shape) if i != dim):
+            raise Unsupported(f"unexpected output shape {out_shape}")
+        tmp = b.arena(kept, DType.INT8, x.qp, perm)
+        b.emit(Opcode.SLICE, [x_t], tmp, words)
+        src = b.contiguous(b.reshaped(b.wrap(tmp, kept, x.qp, perm), out_shape))
+        emit_moved(b, unit, x.qp, identity(len(out_shape)), lambda out: b.emit(Opcode.RESHAPE, [src], out))
+
+
+@register
+class Cat(OpLowering):
+    targets = ("aten.cat.default", "aten.concat.default")
+
+    def activation_args(self, node: Node) -> list[Node]:
+        from torch.fx import Node as FxNode
+
+        tensors = node.args[0]
+        if not isinstance(tensors, (list, tuple)) or not all(isinstance(t, FxNode) for t in tensors):
+            raise Unsupported("cat of something other than a list of tensors")
+        if not 1 <= len(tensors) <= MAX_OP_INPUTS:
+            raise Unsupported(f"cat of {len(tensors)} tensors; the engine concatenates at most {MAX_OP_INPUTS}")
+        return list(tensors)
+
+    def lower(self, unit: Unit, b: PayloadBuilder) -> None:
+        from ..lowering_graph import node_arg, qdq_params, static_shape
+        from ..payload_builder import inverse, nhwc
+
+        vals = [b.operand(dq) for dq in unit.inputs]
+        out_shape = static_shape(unit.output)
+        rank = len(out_shape)
+        if any(v.rank != rank for v in vals):
+            raise Unsupported("cat of tensors of different ranks (empty tensors?)")
+        dim = normalize_dim(node_arg(unit.anchor, 1, "dim", 0), rank)
+        qout = qdq_params(unit.output)
+        perm = b.any_layout(vals[0], nhwc(rank))
+        srcs = []
+        for v in vals:
+            assert v.qp is not None
+            t = b.realize(v, perm)
+            if v.qp != qout:
+                moved = b.arena(v.shape, DType.INT8, qout, perm)
+                b.emit(Opcode.LUT, [t, b.constant(requant_table(v.qp, qout))], moved)
+                t = moved
+            srcs.append(t)
+        _, out = b.define(unit.output, perm)
+        b.emit(Opcode.CONCAT, srcs, out, {"axis": inverse(perm)[dim]})
+
+
+@register
+class ConstantPad(OpLowering):
+    targets = ("aten.constant_pad_nd.default",)
+
+    def lower(self, unit: Unit, b: PayloadBuilder) -> None:
+        from ..lowering_graph import node_arg, qdq_params, static_shape
+        from ..payload_builder import nhwc
+
+        x = b.operand(unit.inputs[0])
+        assert x.qp is not None
+        pads = [int(p) for p in node_arg(unit.anchor, 1, "pad")]
+        value = float(node_arg(unit.anchor, 2, "value", 0.0))
+        if len(pads) % 2 or len(pads) // 2 > x.rank:
+            raise Unsupported(f"pad list {pads}")
+        if any(p < 0 for p in pads):
+            raise Unsupported("negative padding (cropping)")
+        before = [0] * x.rank
+        after = [0] * x.rank
+        for i in range(len(pads) // 2):
+            d = x.rank - 1 - i
+            before[d], after[d] = pads[2 * i], pads[2 * i + 1]
+        qout = qdq_params(unit.output)
+        out_shape = static_shape(unit.output)
+        perm = b.any_layout(x, nhwc(x.rank))
+        x_t = b.realize(x, perm)
+        if x.qp != qout:  # requantise first, so the pad value is quantized once, with the output's parameters
+            moved = b.arena(x.shape, DType.INT8, qout, perm)
+            b.emit(Opcode.LUT, [x_t, b.constant(requant_table(x.qp, qout))], moved)
+            x_t = moved
+        words = {}
+        for i in range(4):
+            words[f"before{i}"] = before[perm[i]] if i < x.rank else 0
+            words[f"after{i}"] = after[perm[i]] if i < x.rank else 0
+        words["value"] = qout.quantize_scalar(value)
+        _, out = b.define(unit.output, perm, out_shape)
+        b.emit(Opcode.PAD, [x_t], out, words)
+
+
+@register
+class UpsampleNearest(OpLowering):
+    targets = ("aten.upsample_nearest2d.vec", "aten.upsample_nearest2d.default")
+
+    def lower(self, unit: Unit, b: PayloadBuilder) -> None:
+        from ..lowering_graph import node_op, static_shape
+        from ..payload_builder import nhwc
+        from .activation import aten_overload
+
+        node = unit.anchor
+        x = b.operand(unit.inputs[0])
+        assert x.qp is not None
+        if x.rank != 4:
+            raise Unsupported(f"nearest upsampling of a rank-{x.rank} tensor")
+        n, c, h, w = x.shape
+        out_shape = static_shape(unit.output)
+        if len(out_shape) != 4 or out_shape[:2] != (n, c):
+            raise Unsupported(f"unexpected output shape {out_shape}")
+        oh, ow = out_shape[2], out_shape[3]
+        if h * w >= 1 << 24:
+            raise Unsupported("input too large to derive the index maps exactly")
+        # run PyTorch's own nearest rule on a tensor of flat indices
+        idx = torch.arange(h * w, dtype=torch.float32).reshape(1, 1, h, w)
+        res = aten_overload(node_op(node))(idx, *node.args[1:], **node.kwargs)
+        if tuple(res.shape) != (1, 1, oh, ow):
+            raise Unsupported("the index maps do not match the output shape")
+        flat = res[0, 0].to(torch.int64).numpy()
+        y_map = flat[:, 0] // w
+        x_map = flat[0, :] % w
+        if not (flat == y_map[:, None] * w + x_map[None, :]).all():
+            raise Unsupported("the upsampling is not separable into row and column maps")
+        x_t = b.realize(x, nhwc(4))
+        ym, xm = b.int32s(y_map), b.int32s(x_map)
+        emit_moved(b, unit, x.qp, nhwc(4), lambda out: b.emit(Opcode.UPSAMPLE_NEAREST, [x_t, ym, xm], out))

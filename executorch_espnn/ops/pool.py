@@ -1,0 +1,184 @@
+"""max/avg pool 2d, and global average pooling (adaptive avg pool to 1x1, mean over H, W)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..payload import DType, Opcode
+from ..payload.format import (
+    AVG_DIVISOR_INCLUDE_PAD,
+    AVG_DIVISOR_VALID,
+    MAX_MEAN_COUNT,
+    MAX_POOL_WINDOW,
+)
+from . import OpLowering, Unit, Unsupported, register
+from .common import emit_moved, normalize_dim, pair, requant
+
+if TYPE_CHECKING:
+    from torch.fx import Node
+
+    from ..payload_builder import PayloadBuilder
+
+GETITEM = "getitem"
+
+
+def _window_params(
+    x_shape: tuple[int, ...], out_shape: tuple[int, ...], k: tuple[int, int], s: tuple[int, int],
+    p: tuple[int, int],
+) -> dict[str, int]:
+    n, c, h, w = x_shape
+    if len(out_shape) != 4 or out_shape[:2] != (n, c):
+        raise Unsupported(f"unexpected output shape {out_shape}")
+    oh, ow = out_shape[2], out_shape[3]
+    for what, size, kk, ss, pp, o in (("height", h, k[0], s[0], p[0], oh), ("width", w, k[1], s[1], p[1], ow)):
+        if kk < 1 or ss < 1 or pp < 0:
+            raise Unsupported(f"kernel/stride/padding ({kk}, {ss}, {pp}) along {what}")
+        if 2 * pp > kk:
+            raise Unsupported(f"padding {pp} is more than half the kernel {kk} along {what}")
+        if (o - 1) * ss - pp > size - 1:
+            raise Unsupported(f"the last window along {what} starts in the padding")
+    if k[0] * k[1] > MAX_POOL_WINDOW:
+        raise Unsupported(f"a {k[0]}x{k[1]} window exceeds the engine's {MAX_POOL_WINDOW} taps")
+    return {
+        "kernel_h": k[0], "kernel_w": k[1], "stride_h": s[0], "stride_w": s[1],
+        "pad_top": p[0], "pad_left": p[1], "pad_bottom": p[0], "pad_right": p[1],
+        "act_min": -128, "act_max": 127,
+    }
+
+
+@register
+class MaxPool2d(OpLowering):
+    targets = ("aten.max_pool2d_with_indices.default", "aten.max_pool2d.default")
+
+    def result_node(self, node: Node) -> Node:
+        from ..lowering_graph import node_op
+
+        if node_op(node) == "aten.max_pool2d.default":
+            return node
+        users = list(node.users)
+        values = [u for u in users if node_op(u) == GETITEM and u.args[1] == 0]
+        if len(values) != 1 or len(users) != 1:
+            raise Unsupported("max_pool2d's indices are used; only the pooled values can be delegated")
+        return values[0]
+
+    def lower(self, unit: Unit, b: PayloadBuilder) -> None:
+        from ..lowering_graph import node_arg, static_shape
+        from ..payload_builder import nhwc
+
+        node = unit.anchor
+        x = b.operand(unit.inputs[0])
+        assert x.qp is not None
+        if x.rank != 4:
+            raise Unsupported(f"max_pool2d on a rank-{x.rank} tensor")
+        k = pair(node_arg(node, 1, "kernel_size"), "kernel_size")
+        stride = node_arg(node, 2, "stride", [])
+        s = k if not stride else pair(stride, "stride")
+        p = pair(node_arg(node, 3, "padding", 0), "padding")
+        d = pair(node_arg(node, 4, "dilation", 1), "dilation")
+        if d != (1, 1):
+            raise Unsupported(f"dilation {d}: ESP-NN pooling has no dilation")
+        params = _window_params(x.shape, static_shape(unit.output), k, s, p)
+        x_t = b.realize(x, nhwc(4))
+        # max commutes with the (monotone) requantisation, so pooling first is exact
+        emit_moved(b, unit, x.qp, nhwc(4), lambda out: b.emit(Opcode.MAX_POOL2D, [x_t], out, params))
+
+
+@register
+class AvgPool2d(OpLowering):
+    targets = ("aten.avg_pool2d.default",)
+
+    def lower(self, unit: Unit, b: PayloadBuilder) -> None:
+        from ..lowering_graph import node_arg, qdq_params, static_shape
+        from ..payload_builder import nhwc
+
+        node = unit.anchor
+        x = b.operand(unit.inputs[0])
+        if x.rank != 4:
+            raise Unsupported(f"avg_pool2d on a rank-{x.rank} tensor")
+        k = pair(node_arg(node, 1, "kernel_size"), "kernel_size")
+        stride = node_arg(node, 2, "stride", [])
+        s = k if not stride else pair(stride, "stride")
+        p = pair(node_arg(node, 3, "padding", 0), "padding")
+        include_pad = bool(node_arg(node, 5, "count_include_pad", True))
+        if node_arg(node, 6, "divisor_override", None) is not None:
+            raise Unsupported("divisor_override is not supported (the engine divides by the window size)")
+        if qdq_params(unit.output) != x.qp:
+            raise Unsupported("input and output quantization differ; ESP-NN average pooling keeps them equal")
+        params = _window_params(x.shape, static_shape(unit.output), k, s, p)
+        params["divisor_mode"] = AVG_DIVISOR_INCLUDE_PAD if include_pad else AVG_DIVISOR_VALID
+        x_t = b.realize(x, nhwc(4))
+        _, out = b.define(unit.output, nhwc(4))
+        b.emit(Opcode.AVG_POOL2D, [x_t], out, params)
+
+
+def _global_pool(unit: Unit, b: PayloadBuilder) -> None:
+    """Average over H and W of an NCHW tensor, into [N, C, 1, 1] (or [N, C])."""
+    from ..lowering_graph import qdq_params, static_shape
+    from ..payload_builder import identity, nhwc
+
+    x = b.operand(unit.inputs[0])
+    assert x.qp is not None
+    n, c, h, w = x.shape
+    qout = qdq_params(unit.output)
+    out_shape = static_shape(unit.output)
+    if out_shape not in ((n, c, 1, 1), (n, c)):
+        raise Unsupported(f"unexpected output shape {out_shape}")
+    if h * w > MAX_MEAN_COUNT:
+        raise Unsupported(f"averaging {h * w} values exceeds the engine's {MAX_MEAN_COUNT}")
+    x_t = b.realize(x, nhwc(4))
+    keep = (n, c, 1, 1)
+    if out_shape == keep:
+        _, out = b.define(unit.output, nhwc(4))
+    else:
+        out = b.arena(keep, DType.INT8, qout, nhwc(4))
+    if qout == x.qp:
+        if h > 65535 or w > 65535:  # pragma: no cover - dims are checked when tensors are made
+            raise Unsupported("window too large")
+        b.emit(Opcode.AVG_POOL2D, [x_t], out, {
+            "kernel_h": h, "kernel_w": w, "stride_h": 1, "stride_w": 1,
+            "pad_top": 0, "pad_left": 0, "pad_bottom": 0, "pad_right": 0,
+            "act_min": -128, "act_max": 127, "divisor_mode": AVG_DIVISOR_VALID,
+        })
+    else:
+        mult, shift = requant(x.qp.scale32 * qout.inv_scale32 / (h * w), "mean")
+        b.emit(Opcode.MEAN_HW, [x_t], out, {
+            "in_offset": -x.qp.zero_point, "out_offset": qout.zero_point, "mult": mult, "shift": shift,
+        })
+    if out_shape != keep:
+        _, flat = b.define(unit.output, identity(2))
+        b.emit(Opcode.RESHAPE, [out], flat)
+
+
+@register
+class MeanHW(OpLowering):
+    targets = ("aten.mean.dim",)
+
+    def lower(self, unit: Unit, b: PayloadBuilder) -> None:
+        from ..lowering_graph import node_arg
+
+        node = unit.anchor
+        x = b.operand(unit.inputs[0])
+        if x.rank != 4:
+            raise Unsupported(f"mean over a rank-{x.rank} tensor; only the H, W mean of NCHW is delegated")
+        dims = node_arg(node, 1, "dim")
+        dims = [dims] if isinstance(dims, int) else list(dims or [])
+        if sorted(normalize_dim(d, 4) for d in dims) != [2, 3]:
+            raise Unsupported(f"mean over dims {dims}; only the mean over H and W (dims 2, 3) is delegated")
+        if node_arg(node, 3, "dtype", None) is not None:
+            raise Unsupported("mean with a dtype argument")
+        _global_pool(unit, b)
+
+
+@register
+class AdaptiveAvgPool2d(OpLowering):
+    targets = ("aten._adaptive_avg_pool2d.default", "aten.adaptive_avg_pool2d.default")
+
+    def lower(self, unit: Unit, b: PayloadBuilder) -> None:
+        from ..lowering_graph import node_arg
+
+        size = pair(node_arg(unit.anchor, 1, "output_size"), "output_size")
+        if size != (1, 1):
+            raise Unsupported(f"adaptive average pooling to {size}; only 1x1 is delegated")
+        if b.operand(unit.inputs[0]).rank != 4:
+            raise Unsupported("adaptive average pooling of a non-4-D tensor")
+        _global_pool(unit, b)

@@ -1,0 +1,412 @@
+"""``EspNNPartitioner``: which parts of an int8 edge program run on ESP-NN.
+
+1. Before decomposition (``transform_for_pre_decomposition``) every dequantize node gets
+   its own copy per reader, per tensor and per channel, so each quantized operator owns
+   the q/dq nodes around it.  (ExecuTorch's ``DuplicateDequantNodePass`` does the same on
+   edge graphs, but ``partition`` itself must not change the graph: ExecuTorch checks it.)
+2. Each operator is grouped with its dequantize inputs, constant weights, fused
+   clamp and output quantize into a unit (``lowering_graph.match_unit``) and *lowered
+   on its own*; the ops it produces go through the payload validator.  Anything that
+   refuses — a float operator, an unknown one, a value the engine cannot represent —
+   stays on the CPU with the reason.
+3. The accepted units are merged into convex partitions by ExecuTorch's
+   ``GroupBasedPartitioner`` (a merge that would create a cycle is never made).
+4. Quantize nodes reading float tensors from outside, and dequantize nodes whose
+   readers stay on the CPU (or are graph outputs), join the partition next to them,
+   so a fully supported model has float inputs and outputs and no CPU operators.
+5. Each partition is lowered once more as a whole; one that exceeds the engine's
+   limits is split into consecutive (hence convex) pieces that fit.
+6. Nodes are tagged, constants follow their users (``tag_constant_data``), and one
+   ``OpDecision`` per operator is recorded in ``partitioner.decisions``.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from executorch.exir.backend.canonical_partitioners.group_partitioner import GroupBasedPartitioner
+from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
+from executorch.exir.backend.utils import tag_constant_data
+from torch._subclasses.fake_tensor import FakeTensor
+from torch.export import ExportedProgram
+from torch.fx import GraphModule, Node
+from torch.fx.passes.operator_support import OperatorSupportBase
+
+from .backend import EspNNDelegateBackend, LoweringOptions, compile_specs, parse_target
+from .decisions import OpDecision
+from .errors import StrictModeError
+from .lowering_graph import (
+    GETITEM,
+    GraphContext,
+    duplicate_dequantize,
+    is_dequantize,
+    is_qdq,
+    is_quantize,
+    match_unit,
+    node_op,
+    source_location,
+)
+from .ops import Registry, Unit, Unsupported, build_registry
+from .ops.activation import aten_overload
+from .payload import PayloadError
+from .payload_builder import LimitExceeded, PayloadBuilder, build_payload
+
+
+class _InSet(OperatorSupportBase):
+    def __init__(self, nodes: set[Node]) -> None:
+        self.nodes = nodes
+
+    def is_node_supported(self, submodules: Any, node: Node) -> bool:
+        return node in self.nodes
+
+
+@dataclass
+class _Piece:
+    """A partition under construction: its units plus absorbed boundary nodes."""
+
+    units: list[Unit]
+    boundary: list[Node]
+
+    def nodes(self) -> set[Node]:
+        out: set[Node] = set(self.boundary)
+        for u in self.units:
+            out.update(u.nodes)
+        return out
+
+
+class EspNNPartitioner(Partitioner):  # type: ignore[misc]  # executorch is untyped
+    """Partition an int8 (PT2E) edge program for ``EspNNDelegateBackend``.
+
+    ``target`` selects the chip whose ESP-NN scratch sizes the payload carries
+    ("esp32s3", "esp32", …, or "generic"/"host").  With ``allow_cpu_fallback=False``
+    any operator left on the CPU raises ``StrictModeError`` naming each one and why.
+    ``options`` (see ``backend.LoweringOptions``) are passed to preprocess as a compile spec.
+    """
+
+    def __init__(self, target: str = "esp32s3", allow_cpu_fallback: bool = True, **options: Any) -> None:
+        super().__init__()
+        self.target = parse_target(target)
+        self.allow_cpu_fallback = bool(allow_cpu_fallback)
+        self.options = LoweringOptions.from_dict(options)
+        self.delegation_spec = DelegationSpec(
+            EspNNDelegateBackend.__name__, compile_specs(self.target, self.options)
+        )
+        self.decisions: list[OpDecision] = []
+        self._registry: Registry = build_registry()
+        # ATen nodes ops_to_not_decompose let decompose, by name, with the reason
+        self._decomposed: dict[str, str] = {}
+        # nodes a partition-level check (limits) left on the CPU although they lower on their own
+        self._left_out: set[str] = set()
+        # real constants seen in the ATen program, by state-dict key (the partitioner
+        # itself only gets FakeTensors)
+        self._known: dict[str, torch.Tensor] = {}
+
+    def _remember_constants(self, ep: ExportedProgram) -> None:
+        for table in (ep.state_dict, ep.constants):
+            for key, t in table.items():
+                if isinstance(t, torch.Tensor) and not isinstance(t, FakeTensor):
+                    self._known[str(key)] = t
+
+    def transform_for_pre_decomposition(self, exported_program: ExportedProgram) -> ExportedProgram:
+        self._remember_constants(exported_program)
+        duplicate_dequantize(exported_program.graph_module)
+        return exported_program
+
+    # ------------------------------------------------------------------ helpers
+    def _unit_for(self, node: Node, ctx: GraphContext) -> Unit:
+        """Match and trial-lower the unit anchored at ``node`` (raises Unsupported)."""
+        low = ctx.registry.get(node_op(node))
+        if low is None:
+            raise Unsupported(f"{node_op(node)} has no ESP-NN lowering")
+        unit = match_unit(node, low, ctx)
+        self._trial(unit, ctx)
+        return unit
+
+    def _trial(self, unit: Unit, ctx: GraphContext) -> None:
+        b = PayloadBuilder(ctx, self.target)
+        seen: set[Node] = set()
+        for dq in unit.inputs:
+            src = dq.args[0]
+            if not isinstance(src, Node):
+                raise Unsupported(f"{dq.name} does not read a tensor")
+            if src not in seen:
+                seen.add(src)
+                b.add_input(src)
+        try:
+            unit.lowering.lower(unit, b)
+            b.finish([unit.output])
+        except Unsupported:
+            raise
+        except PayloadError as e:
+            raise Unsupported(f"the payload validator refuses it: {e}") from None
+        except Exception as e:  # a lowering bug must not take the whole export down
+            raise Unsupported(
+                f"internal error while lowering ({type(e).__name__}: {e}); please report it"
+            ) from None
+
+    # ------------------------------------------------------- ops_to_not_decompose
+    def ops_to_not_decompose(
+        self, ep: ExportedProgram
+    ) -> tuple[list[torch._ops.OpOverload], Callable[[Node], bool] | None]:
+        self._remember_constants(ep)
+        names = self._registry.preserved()
+        ops = [aten_overload(n) for n in names]
+        wanted = set(names)
+        ctx = GraphContext(ep, self._registry, self._known)
+
+        def keep(node: Node) -> bool:
+            if node.op != "call_function" or node_op(node) not in wanted:
+                return False
+            if node.name in self._left_out:
+                return False
+            try:
+                self._unit_for(node, ctx)
+            except Unsupported as e:
+                self._decomposed[node.name] = f"{node_op(node)} ({node.name}): {e.reason}"
+                return False
+            return True
+
+        return ops, keep
+
+    # ---------------------------------------------------------------- partition
+    def partition(self, exported_program: ExportedProgram) -> PartitionResult:
+        ep = exported_program
+        gm = ep.graph_module
+        ctx = GraphContext(ep, self._registry, self._known)
+        nodes = list(gm.graph.nodes)
+        order = {n: i for i, n in enumerate(nodes)}
+
+        units: list[Unit] = []
+        reasons: dict[Node, str] = {}
+        claimed: set[Node] = set()
+        for n in nodes:
+            if n.op != "call_function" or n in claimed or is_qdq(n) or node_op(n) == GETITEM:
+                continue
+            try:
+                unit = self._unit_for(n, ctx)
+            except Unsupported as e:
+                reasons[n] = e.reason
+                continue
+            if any(m in claimed for m in unit.nodes):
+                reasons[n] = "shares quantize/dequantize nodes with another delegated operator"
+                continue
+            units.append(unit)
+            claimed.update(unit.nodes)
+
+        pieces = self._group(gm, units)
+        pieces = self._absorb_boundaries(nodes, pieces)
+        final: list[_Piece] = []
+        for piece in pieces:
+            final.extend(self._fit(piece, ctx, order, reasons))
+        final.sort(key=lambda p: min(order[n] for n in p.nodes()))
+
+        tags: dict[str, DelegationSpec] = {}
+        where: dict[Node, int] = {}
+        for i, piece in enumerate(final):
+            tag = f"tag{i}"
+            tags[tag] = self.delegation_spec
+            for n in piece.nodes():
+                n.meta["delegation_tag"] = tag
+                where[n] = i
+        tag_constant_data(ep)
+        self.decisions = self._decide(nodes, where, reasons, final)
+        self._check_strict()
+        return PartitionResult(tagged_exported_program=ep, partition_tags=tags)
+
+    def _group(self, gm: GraphModule, units: list[Unit]) -> list[_Piece]:
+        if not units:
+            return []
+        support = _InSet({n for u in units for n in u.nodes})
+        proposed = GroupBasedPartitioner(
+            gm, support, allows_single_node_partition=True, node_groups=[u.nodes for u in units]
+        ).propose_partitions()
+        owner = {n: u for u in units for n in u.nodes}
+        pieces: list[_Piece] = []
+        for part in proposed:
+            members: dict[int, Unit] = {}
+            for n in part.nodes:
+                u = owner[n]
+                members.setdefault(id(u), u)
+            pieces.append(_Piece(list(members.values()), []))
+        return pieces
+
+    def _absorb_boundaries(self, nodes: Sequence[Node], pieces: list[_Piece]) -> list[_Piece]:
+        where: dict[Node, int] = {}
+        for i, p in enumerate(pieces):
+            for n in p.nodes():
+                where[n] = i
+        for n in nodes:  # quantize nodes reading a float tensor from outside
+            if not is_quantize(n) or n in where:
+                continue
+            users = list(n.users)
+            homes = {where.get(u) for u in users}
+            if users and all(is_dequantize(u) for u in users) and len(homes) == 1 and None not in homes:
+                (home,) = homes
+                assert home is not None
+                pieces[home].boundary.append(n)
+                where[n] = home
+        for n in nodes:  # dequantize nodes whose readers stay outside
+            if not is_dequantize(n) or n in where:
+                continue
+            src = n.args[0]
+            if isinstance(src, Node) and src in where:
+                i = where[src]
+                pieces[i].boundary.append(n)
+                where[n] = i
+        return pieces
+
+    def _fit(self, piece: _Piece, ctx: GraphContext, order: dict[Node, int], reasons: dict[Node, str]) -> list[_Piece]:
+        """Lower the piece as a whole; split it into consecutive pieces if it does not fit."""
+        units = sorted(piece.units, key=lambda u: order[u.output])
+        absorbed_q = [n for n in piece.boundary if is_quantize(n)]
+        absorbed_dq = [n for n in piece.boundary if is_dequantize(n)]
+        taken: set[Node] = set()
+
+        def make(chunk: list[Unit]) -> _Piece:
+            inside: set[Node] = {n for u in chunk for n in u.nodes}
+            extra: list[Node] = []
+            for q in absorbed_q:
+                if q not in taken and any(u in inside for u in q.users):
+                    extra.append(q)
+            inside.update(extra)
+            for dq in absorbed_dq:
+                if dq.args[0] in inside:
+                    extra.append(dq)
+            return _Piece(chunk, extra)
+
+        def fits(candidate: _Piece) -> Exception | None:
+            try:
+                self._dry_run(candidate, ctx, order)
+            except (Unsupported, PayloadError) as e:
+                return e
+            return None
+
+        out: list[_Piece] = []
+        s = 0
+        while s < len(units):
+            whole = make(units[s:])
+            if fits(whole) is None:
+                out.append(whole)
+                break
+            single = make(units[s:s + 1])
+            err = fits(single)
+            if err is not None:
+                u = units[s]
+                why = err.reason if isinstance(err, Unsupported) else str(err)
+                if not isinstance(err, LimitExceeded):
+                    why = f"cannot be lowered within its partition: {why}"
+                for n in u.compute:
+                    reasons[n] = why
+                    self._left_out.add(n.name)
+                s += 1
+                continue
+            lo, hi = s + 1, len(units)  # units[s:lo] fits, units[s:hi] does not
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if fits(make(units[s:mid])) is None:
+                    lo = mid
+                else:
+                    hi = mid
+            chunk = make(units[s:lo])
+            taken.update(n for n in chunk.boundary if is_quantize(n))
+            out.append(chunk)
+            s = lo
+        return out
+
+    def _dry_run(self, piece: _Piece, ctx: GraphContext, order: dict[Node, int]) -> None:
+        inside = piece.nodes()
+        ordered = sorted(inside, key=lambda n: order[n])
+        inputs: dict[Node, None] = {}
+        outputs: dict[Node, None] = {}
+        for n in ordered:
+            for a in n.all_input_nodes:
+                if a not in inside and not ctx.is_constant(a):
+                    inputs.setdefault(a, None)
+            if any(u not in inside for u in n.users):
+                outputs.setdefault(n, None)
+        build_payload(
+            ordered, sorted(inputs, key=lambda n: order[n]), list(outputs), ctx, self.target, self.options.limits
+        )
+
+    # ---------------------------------------------------------------- decisions
+    def _decide(
+        self, nodes: Sequence[Node], where: dict[Node, int], reasons: dict[Node, str], pieces: Sequence[_Piece]
+    ) -> list[OpDecision]:
+        decided: list[OpDecision] = []
+        for n in nodes:
+            if n.op != "call_function" or node_op(n) == GETITEM:
+                continue
+            part = where.get(n)
+            if part is not None:
+                if not is_qdq(n):
+                    decided.append(OpDecision(n.name, node_op(n), True, "", source_location(n), part))
+                continue
+            decided.append(OpDecision(n.name, node_op(n), False, self._cpu_reason(n, reasons, where),
+                                      source_location(n), None))
+        return decided
+
+    def _cpu_reason(self, n: Node, reasons: dict[Node, str], where: dict[Node, int]) -> str:
+        origin = self._origin(n)
+        if n in reasons:
+            r = reasons[n]
+            if origin and ("has no ESP-NN lowering" in r or "not an int8-quantized" in r):
+                return f"part of {origin}"
+            return r
+        if origin:
+            return f"part of {origin}"
+        name = node_op(n)
+        if is_qdq(n):
+            users = [u for u in n.users if u.op == "call_function"]
+            src = n.args[0]
+            cpu_users = [u for u in users if u not in where]
+            if name.startswith("quantized_decomposed.dequantize"):
+                if cpu_users:
+                    u = cpu_users[0]
+                    return f"dequantizes an operand of {u.name} ({node_op(u)}), which stays on the CPU"
+                if isinstance(src, Node) and src not in where:
+                    return "dequantizes a tensor produced on the CPU"
+                return "dequantize that no partition can absorb"
+            if isinstance(src, Node) and src.op == "call_function" and src not in where:
+                return f"quantizes the result of {src.name} ({node_op(src)}), which stays on the CPU"
+            if cpu_users:
+                u = cpu_users[0]
+                return f"quantizes for {u.name} ({node_op(u)}), which stays on the CPU"
+            return "quantize read by several partitions, which no single partition can absorb"
+        return "not part of any delegated group"
+
+    def _origin(self, n: Node) -> str | None:
+        """The reason recorded when an operator this node was decomposed from was refused."""
+        if not self._decomposed:
+            return None
+        stack: list[Any] = list(n.meta.get("from_node") or [])
+        while stack:
+            src = stack.pop()
+            name = getattr(src, "name", None)
+            if isinstance(name, str) and name in self._decomposed:
+                return self._decomposed[name]
+            stack.extend(getattr(src, "from_node", None) or [])
+        return None
+
+    def _check_strict(self) -> None:
+        if self.allow_cpu_fallback:
+            return
+        cpu = [d for d in self.decisions if not d.delegated]
+        if not cpu:
+            return
+        lines = [
+            f"  - {d.op} ({d.node}{', ' + d.location if d.location else ''}): {d.reason}" for d in cpu
+        ]
+        raise StrictModeError(
+            f"allow_cpu_fallback=False but {len(cpu)} operator(s) would run on the CPU:\n"
+            + "\n".join(lines)
+            + "\nChange the model or quantizer config so these are supported, or allow CPU fallback."
+        )
+
+
+def delegated_counts(decisions: Iterable[OpDecision]) -> collections.Counter[bool]:
+    """How many operators were delegated (True) and left on the CPU (False)."""
+    return collections.Counter(d.delegated for d in decisions)

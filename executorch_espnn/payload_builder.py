@@ -1,0 +1,568 @@
+"""Build one delegate payload from a set of graph nodes.
+
+The builder owns the tensor table, the op list and the constants of one payload, and
+tracks layouts: every logical tensor of the graph (a ``Value``) may be *realized* by
+one or more payload tensors, each in a physical dimension order (``Perm``: physical
+dim i holds logical dim ``perm[i]``).  Convolutions ask for NHWC, fully-connected
+layers for the logical order, and so on; a realization that does not exist yet is
+made on demand, for free when the bytes are already in the right order (a RESHAPE
+the planner places in place), otherwise with a TRANSPOSE.  Boundary QUANTIZE and
+DEQUANTIZE ops are emitted lazily in whatever order their first consumer wants, so a
+model's float NCHW input is quantized straight into NHWC.
+
+``finish`` turns delegate outputs into output tensors (retargeting the op that
+produced them when possible), plans the arena with ``planner.plan_arena`` (lifetimes,
+per-op scratch, in-place candidates) and encodes with the payload writer, which
+validates everything the device validates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+from torch.fx import Node
+
+from .lowering_graph import (
+    DEQUANTIZE,
+    GETITEM,
+    QUANTIZE,
+    GraphContext,
+    QParams,
+    is_qdq,
+    match_unit,
+    meta_val,
+    node_op,
+    qdq_params,
+    static_shape,
+)
+from .ops import Unit, Unsupported
+from .payload import (
+    ConstantPool,
+    DType,
+    Opcode,
+    OpRec,
+    Payload,
+    PayloadError,
+    Storage,
+    Target,
+    TensorRec,
+    encode,
+)
+from .payload.format import (
+    MAX_DIM,
+    MAX_IO,
+    MAX_OPS,
+    MAX_RANK,
+    MAX_TENSORS,
+    OP_SPECS,
+    TENSOR_FLAG_NHWC,
+)
+from .planner import PlanBuffer, plan_arena
+from .version import version_tuple
+
+Perm = tuple[int, ...]
+
+
+def identity(rank: int) -> Perm:
+    return tuple(range(rank))
+
+
+def nhwc(rank: int) -> Perm:
+    """Channels-last for 4-D tensors; the logical order otherwise."""
+    return (0, 2, 3, 1) if rank == 4 else identity(rank)
+
+
+def inverse(perm: Perm) -> Perm:
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return tuple(inv)
+
+
+def physical(shape: Sequence[int], perm: Perm) -> tuple[int, ...]:
+    return tuple(shape[p] for p in perm)
+
+
+def same_bytes(shape: Sequence[int], a: Perm, b: Perm) -> bool:
+    """Whether two dimension orders lay the tensor out identically (unit dims aside)."""
+    return [p for p in a if shape[p] != 1] == [p for p in b if shape[p] != 1]
+
+
+def perm_words(perm: Sequence[int]) -> dict[str, int]:
+    p = list(perm) + list(range(len(perm), 4))
+    return {f"perm{i}": p[i] for i in range(4)}
+
+
+@dataclass
+class Value:
+    """A logical tensor of the graph and its realizations in the payload."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: DType
+    qp: QParams | None
+    real: dict[Perm, int] = field(default_factory=dict)
+    lazy: Callable[[Perm], int] | None = None
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Engine limits a partition must respect (overridable for tests)."""
+
+    max_tensors: int = MAX_TENSORS
+    max_ops: int = MAX_OPS
+    max_io: int = MAX_IO
+
+
+class LimitExceeded(Unsupported):
+    """The payload would exceed one of the engine's limits: split the partition."""
+
+
+@dataclass
+class BuildResult:
+    payload: Payload
+    data: bytes
+
+
+class PayloadBuilder:
+    def __init__(self, ctx: GraphContext, target: Target = Target.GENERIC, limits: Limits | None = None) -> None:
+        self.ctx = ctx
+        self.target = target
+        self.limits = limits or Limits()
+        self.tensors: list[TensorRec] = []
+        self.ops: list[OpRec] = []
+        self.pool = ConstantPool()
+        self.values: dict[Node, Value] = {}
+        self.inputs: list[int] = []
+        self.outputs: list[int] = []
+        self._const_cache: dict[tuple[int, tuple[int, ...], bytes], int] = {}
+        self._operand_cache: dict[tuple[int, QParams], Value] = {}
+
+    # ----------------------------------------------------------------- tensors
+    def _tensor(self, rec: TensorRec) -> int:
+        if rec.rank > MAX_RANK:
+            raise Unsupported(f"tensor of rank {rec.rank}; the engine handles rank <= {MAX_RANK}")
+        for d in rec.dims:
+            if not 1 <= d <= MAX_DIM:
+                raise Unsupported(
+                    f"tensor dimension {d} in {rec.dims} is outside 1..{MAX_DIM} (ESP-NN takes uint16 sizes)"
+                )
+        self.tensors.append(rec)
+        return len(self.tensors) - 1
+
+    def arena(self, shape: Sequence[int], dtype: DType, qp: QParams | None, perm: Perm | None = None) -> int:
+        """A new arena tensor holding a ``shape`` (logical) tensor in physical order ``perm``."""
+        perm = identity(len(shape)) if perm is None else perm
+        flags = TENSOR_FLAG_NHWC if len(shape) == 4 and perm == (0, 2, 3, 1) else 0
+        return self._tensor(TensorRec(
+            dtype, physical(shape, perm), Storage.ARENA,
+            scale=qp.scale if qp else 0.0, zero_point=qp.zero_point if qp else 0, flags=flags,
+        ))
+
+    def constant(self, array: npt.NDArray[np.generic]) -> int:
+        """A constant tensor (int8/int32), deduplicated by content."""
+        arr = np.ascontiguousarray(array)
+        if arr.dtype == np.int8:
+            dt = DType.INT8
+        elif arr.dtype == np.int32:
+            dt = DType.INT32
+        else:
+            raise TypeError(f"constant of dtype {arr.dtype}")
+        raw = arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()
+        dims = tuple(int(d) for d in arr.shape)
+        key = (int(dt), dims, raw)
+        cached = self._const_cache.get(key)
+        if cached is not None:
+            return cached
+        off = self.pool.add(raw)
+        tid = self._tensor(TensorRec(dt, dims, Storage.CONST, offset=off))
+        self._const_cache[key] = tid
+        return tid
+
+    def int32s(self, values: Sequence[int] | npt.NDArray[np.integer]) -> int:
+        return self.constant(np.asarray(values, dtype=np.int64).astype(np.int32))
+
+    # ------------------------------------------------------------------ values
+    def add_input(self, node: Node) -> Value:
+        """Delegate input k (in call order): float32 or int8, logical dims."""
+        val = meta_val(node)
+        shape = static_shape(node)
+        if val.dtype.is_floating_point:
+            if str(val.dtype) != "torch.float32":
+                raise Unsupported(f"delegate input {node.name} is {val.dtype}")
+            dt = DType.FLOAT32
+        elif str(val.dtype) == "torch.int8":
+            dt = DType.INT8
+        else:
+            raise Unsupported(f"delegate input {node.name} is {val.dtype}, expected float32 or int8")
+        k = len(self.inputs)
+        tid = self._tensor(TensorRec(dt, shape, Storage.INPUT, offset=k))
+        self.inputs.append(tid)
+        v = Value(node.name, shape, dt, None, {identity(len(shape)): tid})
+        self.values[node] = v
+        return v
+
+    def value(self, node: Node) -> Value:
+        v = self.values.get(node)
+        if v is None:
+            raise Unsupported(f"{node.name} is not available inside the partition")
+        return v
+
+    def operand(self, dq: Node) -> Value:
+        """The int8 value a dequantize node reads, with that dequantize's parameters."""
+        qp = qdq_params(dq)
+        src = dq.args[0]
+        if not isinstance(src, Node):
+            raise Unsupported(f"{dq.name} does not read a tensor")
+        v = self.value(src)
+        if v.dtype != DType.INT8:
+            raise Unsupported(f"{dq.name} dequantizes a {v.dtype.name} tensor")
+        if v.qp is None:
+            # an int8 delegate input: its parameters are the ones its readers use
+            v.qp = qp
+            for tid in v.real.values():
+                self.tensors[tid].scale = qp.scale
+                self.tensors[tid].zero_point = qp.zero_point
+            return v
+        if v.qp == qp:
+            return v
+        key = (id(v), qp)
+        cached = self._operand_cache.get(key)
+        if cached is not None:
+            return cached
+        # the same bytes read with other parameters: relabel through a (free) copy
+        relabelled = Value(f"{v.name}@{qp.scale:g},{qp.zero_point}", v.shape, DType.INT8, qp)
+
+        def make(perm: Perm) -> int:
+            src_t = self.realize(v, perm)
+            out = self.arena(v.shape, DType.INT8, qp, perm)
+            self.emit(Opcode.RESHAPE, [src_t], out)
+            return out
+
+        relabelled.lazy = make
+        self._operand_cache[key] = relabelled
+        return relabelled
+
+    def define(self, q: Node, perm: Perm | None = None, shape: Sequence[int] | None = None) -> tuple[Value, int]:
+        """The value a unit's quantize node produces, with a fresh tensor in ``perm``."""
+        qp = qdq_params(q)
+        shp = tuple(shape) if shape is not None else static_shape(q)
+        perm = identity(len(shp)) if perm is None else perm
+        v = Value(q.name, shp, DType.INT8, qp)
+        tid = self.arena(shp, DType.INT8, qp, perm)
+        v.real[perm] = tid
+        self.values[q] = v
+        return v, tid
+
+    def wrap(self, tid: int, shape: Sequence[int], qp: QParams | None, perm: Perm) -> Value:
+        """An anonymous value for a tensor an op already wrote (an intermediate result)."""
+        t = self.tensors[tid]
+        shp = tuple(shape)
+        if t.dims != physical(shp, perm):
+            raise AssertionError(f"wrap: tensor dims {t.dims} vs {physical(shp, perm)}")
+        return Value(f"t{tid}", shp, t.dtype, qp, {perm: tid})
+
+    def alias(self, q: Node, perm: Perm, tid: int) -> Value:
+        """Declare that ``tid`` already holds the value of ``q`` in order ``perm`` (no op)."""
+        qp = qdq_params(q)
+        shp = static_shape(q)
+        t = self.tensors[tid]
+        if t.dims != physical(shp, perm):
+            raise AssertionError(f"alias of {q.name}: tensor dims {t.dims} vs {physical(shp, perm)}")
+        v = Value(q.name, shp, DType.INT8, qp, {perm: tid})
+        self.values[q] = v
+        return v
+
+    def realize(self, v: Value, perm: Perm) -> int:
+        """A tensor holding ``v`` in physical order ``perm``, emitting what it takes."""
+        perm = tuple(perm)
+        if len(perm) != v.rank:
+            raise AssertionError(f"perm {perm} for rank {v.rank}")
+        hit = v.real.get(perm)
+        if hit is not None:
+            return hit
+        if not v.real:
+            if v.lazy is None:
+                raise AssertionError(f"value {v.name} has no realization")
+            tid = v.lazy(perm)
+            v.real[perm] = tid
+            return tid
+        for p, tid in v.real.items():
+            if same_bytes(v.shape, p, perm):
+                out = self.arena(v.shape, v.dtype, v.qp, perm)
+                self.emit(Opcode.RESHAPE, [tid], out)
+                v.real[perm] = out
+                return out
+        p, tid = next(iter(v.real.items()))
+        inv = inverse(p)
+        out = self.arena(v.shape, v.dtype, v.qp, perm)
+        self.emit(Opcode.TRANSPOSE, [tid], out, perm_words([inv[x] for x in perm]))
+        v.real[perm] = out
+        return out
+
+    def contiguous(self, v: Value) -> int:
+        """A tensor holding ``v`` with its bytes in logical (row-major) order."""
+        ident = identity(v.rank)
+        for p, tid in v.real.items():
+            if same_bytes(v.shape, p, ident):
+                return tid
+        return self.realize(v, ident)
+
+    def reshaped(self, v: Value, shape: Sequence[int]) -> Value:
+        """``v`` viewed with another shape of the same size (a RESHAPE, made on demand)."""
+        shp = tuple(int(d) for d in shape)
+        if int(np.prod(shp, dtype=np.int64)) != int(np.prod(v.shape, dtype=np.int64)):
+            raise Unsupported(f"cannot view {v.shape} as {shp}")
+        if shp == v.shape:
+            return v
+        nv = Value(f"{v.name}:view", shp, v.dtype, v.qp)
+
+        def make(perm: Perm) -> int:
+            src = self.contiguous(v)
+            out = self.arena(shp, v.dtype, v.qp, identity(len(shp)))
+            self.emit(Opcode.RESHAPE, [src], out)
+            nv.real[identity(len(shp))] = out
+            return self.realize(nv, perm)
+
+        nv.lazy = make
+        return nv
+
+    def any_layout(self, v: Value, prefer: Perm) -> Perm:
+        """A layout ``v`` is (or will be) available in at no cost, ``prefer`` if possible."""
+        if not v.real or prefer in v.real:
+            return prefer
+        for p in v.real:
+            if same_bytes(v.shape, p, prefer):
+                return prefer
+        return next(iter(v.real))
+
+    def lazy_quantize(self, q: Node) -> None:
+        """A boundary quantize: float → int8, emitted in the order its first reader wants."""
+        src_node = q.args[0]
+        if not isinstance(src_node, Node):
+            raise Unsupported(f"{q.name} does not read a tensor")
+        src = self.value(src_node)
+        if src.dtype != DType.FLOAT32:
+            raise Unsupported(f"{q.name} quantizes a {src.dtype.name} tensor")
+        qp = qdq_params(q)
+        v = Value(q.name, src.shape, DType.INT8, qp)
+
+        def make(perm: Perm) -> int:
+            s = self.realize(src, identity(src.rank))
+            out = self.arena(src.shape, DType.INT8, qp, perm)
+            self.emit(Opcode.QUANTIZE, [s], out, perm_words(perm))
+            return out
+
+        v.lazy = make
+        self.values[q] = v
+
+    def lazy_dequantize(self, dq: Node) -> None:
+        """A boundary dequantize: int8 → float, for a delegate output (logical order)."""
+        src = self.operand(dq)
+        v = Value(dq.name, src.shape, DType.FLOAT32, None)
+
+        def make(perm: Perm) -> int:
+            p = self.any_layout(src, perm)
+            s = self.realize(src, p)
+            inv = inverse(p)
+            out = self.arena(src.shape, DType.FLOAT32, None, perm)
+            self.emit(Opcode.DEQUANTIZE, [s], out, perm_words([inv[x] for x in perm]))
+            return out
+
+        v.lazy = make
+        self.values[dq] = v
+
+    # --------------------------------------------------------------------- ops
+    def emit(
+        self,
+        opcode: Opcode,
+        inputs: Sequence[int | None],
+        output: int,
+        params: dict[str, int] | None = None,
+        scratch: int = 0,
+    ) -> int:
+        self.ops.append(OpRec(opcode, tuple(inputs), output, dict(params or {}), 0, int(scratch)))
+        return len(self.ops) - 1
+
+    # ------------------------------------------------------------------ finish
+    def _check_limits(self) -> None:
+        lim = self.limits
+        for what, n, hi in (
+            ("tensors", len(self.tensors), lim.max_tensors),
+            ("ops", len(self.ops), lim.max_ops),
+            ("inputs", len(self.inputs), lim.max_io),
+            ("outputs", len(self.outputs), lim.max_io),
+        ):
+            if n > hi:
+                raise LimitExceeded(f"the partition needs {n} {what}, the engine allows {hi}")
+
+    def finish(self, outputs: Sequence[Node]) -> BuildResult:
+        for k, node in enumerate(outputs):
+            v = self.value(node)
+            tid = self.realize(v, identity(v.rank))
+            t = self.tensors[tid]
+            writer = self._writer(tid)
+            if t.storage == Storage.ARENA and writer is not None:
+                t.storage = Storage.OUTPUT
+                t.offset = k
+                t.flags = 0
+            else:
+                out = self._tensor(TensorRec(t.dtype, t.dims, Storage.OUTPUT, offset=k,
+                                             scale=t.scale, zero_point=t.zero_point))
+                self.emit(Opcode.RESHAPE, [tid], out)
+                tid = out
+            self.outputs.append(tid)
+        if not self.ops:
+            raise Unsupported("the partition computes nothing")
+        self._check_limits()
+        arena_size = self._plan()
+        payload = Payload(
+            tensors=self.tensors,
+            ops=self.ops,
+            inputs=self.inputs,
+            outputs=self.outputs,
+            constants=self.pool.bytes(),
+            arena_size=arena_size,
+            target=self.target,
+            producer=version_tuple(),
+        )
+        try:
+            data = encode(payload)
+        except PayloadError as e:
+            if e.field in ("n_tensors", "n_ops", "n_inputs", "total_size", "arena_size"):
+                raise LimitExceeded(str(e)) from None
+            raise
+        return BuildResult(payload, data)
+
+    def _writer(self, tid: int) -> int | None:
+        for i, op in enumerate(self.ops):
+            if op.output == tid:
+                return i
+        return None
+
+    def _plan(self) -> int:
+        first: dict[int, int] = {}
+        last: dict[int, int] = {}
+        for i, op in enumerate(self.ops):
+            first.setdefault(op.output, i)
+            last[op.output] = max(last.get(op.output, i), i)
+            for tid in op.inputs:
+                if tid is not None:
+                    last[tid] = max(last.get(tid, i), i)
+        buffers: list[PlanBuffer] = []
+        arena_ids = [tid for tid, t in enumerate(self.tensors) if t.storage == Storage.ARENA]
+        inplace: dict[int, int] = {}
+        for i, op in enumerate(self.ops):
+            out = self.tensors[op.output]
+            if out.storage != Storage.ARENA or not OP_SPECS[op.opcode].in_place:
+                continue
+            slots = (0, 1) if op.opcode in (Opcode.ADD, Opcode.MUL) else (0,)
+            for s in slots:
+                tid = op.inputs[s]
+                if tid is None:
+                    continue
+                t = self.tensors[tid]
+                if (t.storage == Storage.ARENA and last.get(tid) == i and t.nbytes == out.nbytes
+                        and (op.opcode == Opcode.RESHAPE or t.dims == out.dims)
+                        and sum(1 for x in op.inputs if x == tid) == 1):
+                    inplace[op.output] = tid
+                    break
+        for tid in arena_ids:
+            if tid not in first:
+                raise AssertionError(f"arena tensor {tid} is never written")
+            buffers.append(PlanBuffer(tid, self.tensors[tid].nbytes, first[tid], last[tid], inplace.get(tid)))
+        for i, op in enumerate(self.ops):
+            if op.scratch_size:
+                buffers.append(PlanBuffer(-(i + 1), op.scratch_size, i, i))
+        plan = plan_arena(buffers)
+        for tid in arena_ids:
+            self.tensors[tid].offset = plan.offsets[tid]
+        for i, op in enumerate(self.ops):
+            if op.scratch_size:
+                op.scratch_offset = plan.offsets[-(i + 1)]
+        return plan.size
+
+
+# ---------------------------------------------------------------------------------------
+# grouping the nodes of one partition
+
+@dataclass
+class PartitionPlan:
+    """The units and boundary quantize/dequantize nodes of one set of nodes, in graph order."""
+
+    units: list[Unit]
+    quantize: list[Node]  # boundary QUANTIZE (float → int8)
+    dequantize: list[Node]  # boundary DEQUANTIZE (int8 → float)
+    order: list[Node]  # anchors and boundary nodes in graph order
+
+
+def plan_nodes(nodes: Sequence[Node], ctx: GraphContext) -> PartitionPlan:
+    """Group ``nodes`` (graph order) into units; what is left must be boundary q/dq."""
+    node_set = set(nodes)
+    claimed: set[Node] = set()
+    units: list[Unit] = []
+    by_anchor: dict[Node, Unit] = {}
+    for n in nodes:
+        if n.op != "call_function" or n in claimed or is_qdq(n) or node_op(n) == GETITEM:
+            continue
+        low = ctx.registry.get(node_op(n))
+        if low is None:
+            raise Unsupported(f"{node_op(n)} has no ESP-NN lowering")
+        unit = match_unit(n, low, ctx)
+        missing = [m.name for m in unit.nodes if m not in node_set]
+        if missing:
+            raise Unsupported(f"{n.name}: nodes {missing} of its group are not in the partition")
+        claimed.update(unit.nodes)
+        units.append(unit)
+        by_anchor[n] = unit
+    quantize: list[Node] = []
+    dequantize: list[Node] = []
+    order: list[Node] = []
+    for n in nodes:
+        if n in by_anchor:
+            order.append(n)
+        elif n.op == "call_function" and n not in claimed:
+            name = node_op(n)
+            if name == QUANTIZE:
+                quantize.append(n)
+            elif name == DEQUANTIZE:
+                dequantize.append(n)
+            else:
+                raise Unsupported(f"{n.name} ({name}) belongs to no group")
+            order.append(n)
+    return PartitionPlan(units, quantize, dequantize, order)
+
+
+def build_payload(
+    nodes: Sequence[Node],
+    inputs: Sequence[Node],
+    outputs: Sequence[Node],
+    ctx: GraphContext,
+    target: Target,
+    limits: Limits | None = None,
+) -> BuildResult:
+    """Lower the call_function ``nodes`` (graph order) reading ``inputs`` into one payload."""
+    plan = plan_nodes(nodes, ctx)
+    b = PayloadBuilder(ctx, target, limits)
+    for n in inputs:
+        b.add_input(n)
+    units = {u.anchor: u for u in plan.units}
+    quantize = set(plan.quantize)
+    for n in plan.order:
+        if n in units:
+            u = units[n]
+            u.lowering.lower(u, b)
+            if u.output not in b.values:
+                raise AssertionError(f"{type(u.lowering).__name__} did not define {u.output.name}")
+        elif n in quantize:
+            b.lazy_quantize(n)
+        else:
+            b.lazy_dequantize(n)
+    return b.finish(outputs)

@@ -1,0 +1,41 @@
+"""The annotator registry: one annotator per op pattern family, looked up by aten target."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from torch._ops import OpOverload
+
+from .base import Annotator
+from .conv_linear import ConvLinearAnnotator
+from .elementwise import AddAnnotator, MulAnnotator
+from .shared import CatAnnotator, MeanAnnotator, SharedInputAnnotator
+from .softmax import SoftmaxAnnotator
+from .unary import UnaryAnnotator
+
+ANNOTATORS: tuple[Annotator, ...] = (
+    ConvLinearAnnotator(),
+    AddAnnotator(),
+    MulAnnotator(),
+    SharedInputAnnotator(),
+    MeanAnnotator(),
+    CatAnnotator(),
+    SoftmaxAnnotator(),
+    UnaryAnnotator(),
+)
+
+
+def _by_target(annotators: tuple[Annotator, ...]) -> Mapping[OpOverload, Annotator]:
+    table: dict[OpOverload, Annotator] = {}
+    for a in annotators:
+        for t in a.targets:
+            if t in table:
+                raise RuntimeError(f"{t} is claimed by two annotators")
+            table[t] = a
+    return MappingProxyType(table)
+
+
+BY_TARGET: Mapping[OpOverload, Annotator] = _by_target(ANNOTATORS)
+
+__all__ = ["ANNOTATORS", "BY_TARGET", "Annotator"]

@@ -1,0 +1,35 @@
+"""Binary elementwise add (with fused activation) and mul: every tensor input and the
+output observed separately (ESP-NN rescales each input to the output scale)."""
+
+from __future__ import annotations
+
+from torch._ops import OpOverload
+from torch.fx import Node
+from torchao.quantization.pt2e.quantizer import QuantizationSpecBase
+
+from ..config import EspNNQuantizationConfig
+from ..context import AnnotationContext, annotate
+from .fusion import annotate_output
+from .patterns import aten
+
+
+def _tensor_inputs(
+    node: Node, cfg: EspNNQuantizationConfig, ctx: AnnotationContext
+) -> dict[Node, QuantizationSpecBase | None]:
+    return {a: ctx.act_input(a, cfg) for a in node.args[:2] if isinstance(a, Node)}
+
+
+class AddAnnotator:
+    targets: frozenset[OpOverload] = frozenset({aten.add.Tensor, aten.add_.Tensor})
+
+    def annotate(self, node: Node, cfg: EspNNQuantizationConfig, ctx: AnnotationContext) -> None:
+        inputs = _tensor_inputs(node, cfg, ctx)
+        out = annotate_output(node, cfg, ctx)
+        annotate(node, inputs, None if out is not node else cfg.activation)
+
+
+class MulAnnotator:
+    targets: frozenset[OpOverload] = frozenset({aten.mul.Tensor, aten.mul_.Tensor})
+
+    def annotate(self, node: Node, cfg: EspNNQuantizationConfig, ctx: AnnotationContext) -> None:
+        annotate(node, _tensor_inputs(node, cfg, ctx), cfg.activation)

@@ -1,0 +1,107 @@
+"""Ops whose output reuses the input's quantization (no requantisation on ESP-NN):
+pooling, spatial mean, padding, data movement, eval-mode dropout, nearest upsampling, cat."""
+
+from __future__ import annotations
+
+from torch._ops import OpOverload
+from torch.fx import Node
+from torchao.quantization.pt2e.quantizer import QuantizationSpecBase, SharedQuantizationSpec
+
+from ..config import EspNNQuantizationConfig
+from ..context import AnnotationContext, annotate
+from .patterns import arg, aten
+
+_SINGLE_INPUT: frozenset[OpOverload] = frozenset({
+    # pooling (max: values are a subset; avg: a convex combination stays in range)
+    aten.max_pool2d.default,
+    aten.avg_pool2d.default,
+    aten.adaptive_avg_pool2d.default,
+    # padding
+    aten.pad.default,
+    aten.constant_pad_nd.default,
+    # shape / data movement
+    aten.view.default,
+    aten.reshape.default,
+    aten._unsafe_view.default,
+    aten.flatten.using_ints,
+    aten.unflatten.int,
+    aten.squeeze.default,
+    aten.squeeze.dim,
+    aten.squeeze.dims,
+    aten.unsqueeze.default,
+    aten.permute.default,
+    aten.transpose.int,
+    aten.t.default,
+    aten.slice.Tensor,
+    aten.select.int,
+    aten.narrow.default,
+    aten.clone.default,
+    aten.contiguous.default,
+    # identity in eval mode
+    aten.dropout.default,
+    aten.feature_dropout.default,
+    # nearest upsampling copies values
+    aten.upsample_nearest2d.vec,
+    aten.upsample_nearest2d.default,
+})
+
+
+def _share_input(node: Node, x: Node, cfg: EspNNQuantizationConfig, ctx: AnnotationContext) -> None:
+    annotate(node, {x: ctx.act_input(x, cfg)}, SharedQuantizationSpec((x, node)))
+
+
+class SharedInputAnnotator:
+    targets: frozenset[OpOverload] = _SINGLE_INPUT
+
+    def annotate(self, node: Node, cfg: EspNNQuantizationConfig, ctx: AnnotationContext) -> None:
+        x = node.args[0]
+        if isinstance(x, Node):
+            _share_input(node, x, cfg, ctx)
+
+
+def _is_spatial_mean(node: Node) -> bool:
+    x = node.args[0]
+    val = x.meta.get("val") if isinstance(x, Node) else None
+    dims = arg(node, 1, "dim")
+    if val is None or dims is None or not hasattr(val, "dim"):
+        return False
+    rank = int(val.dim())
+    dim_list = [dims] if isinstance(dims, int) else list(dims)
+    return rank == 4 and sorted(d % rank for d in dim_list) == [2, 3]
+
+
+class MeanAnnotator:
+    """mean over H,W of an NCHW tensor is a global average pool: shares the input's
+    quantization.  Other reductions get their own output observer (the result range
+    can be much narrower than the input's)."""
+
+    targets: frozenset[OpOverload] = frozenset({aten.mean.dim})
+
+    def annotate(self, node: Node, cfg: EspNNQuantizationConfig, ctx: AnnotationContext) -> None:
+        x = node.args[0]
+        if not isinstance(x, Node):
+            return
+        if _is_spatial_mean(node):
+            _share_input(node, x, cfg, ctx)
+        else:
+            annotate(node, {x: ctx.act_input(x, cfg)}, cfg.activation)
+
+
+class CatAnnotator:
+    """All inputs and the output of cat share one set of qparams (a pure copy on device)."""
+
+    targets: frozenset[OpOverload] = frozenset({aten.cat.default, aten.concat.default})
+
+    def annotate(self, node: Node, cfg: EspNNQuantizationConfig, ctx: AnnotationContext) -> None:
+        tensors = node.args[0]
+        if not isinstance(tensors, (list, tuple)):
+            return
+        inputs = [t for t in tensors if isinstance(t, Node)]
+        if not inputs:
+            return
+        first = inputs[0]
+        shared = SharedQuantizationSpec((first, node))
+        specs: dict[Node, QuantizationSpecBase | None] = {first: ctx.act_input(first, cfg)}
+        for t in inputs[1:]:
+            specs.setdefault(t, shared)
+        annotate(node, specs, shared)

@@ -1,0 +1,90 @@
+"""EspNNQuantizer: the PT2E quantizer for the ESP-NN delegate."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from torch import nn
+from torch.fx import GraphModule, Node
+from torchao.quantization.pt2e.quantizer import Quantizer
+
+from .annotators import BY_TARGET
+from .config import EspNNQuantizationConfig
+from .context import AnnotationContext, is_annotated, is_float_tensor
+from .scope import ConfigScope
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+
+class EspNNQuantizer(Quantizer):  # type: ignore[misc]  # torchao is untyped
+    """Annotates an exported graph with exactly the int8 scheme ESP-NN executes.
+
+    ``EspNNQuantizer()`` quantizes the whole model with
+    ``EspNNQuantizationConfig.default()``.  Per-region settings, most specific first:
+    ``set_module_name(name, cfg)`` > ``set_module_type(type, cfg)`` > ``set_global(cfg)``;
+    ``cfg=None`` leaves that region float.  Every annotation, fused activations and
+    shared-qparams ops included, consults the config of each node it touches.
+    """
+
+    def __init__(self, config: EspNNQuantizationConfig | None = None) -> None:
+        super().__init__()
+        self._global: EspNNQuantizationConfig | None = (
+            config if config is not None else EspNNQuantizationConfig.default()
+        )
+        self._by_type: dict[type[nn.Module], EspNNQuantizationConfig | None] = {}
+        self._by_name: dict[str, EspNNQuantizationConfig | None] = {}
+
+    def set_global(self, config: EspNNQuantizationConfig | None) -> EspNNQuantizer:
+        self._global = _checked(config)
+        return self
+
+    def set_module_type(
+        self, module_type: type[nn.Module], config: EspNNQuantizationConfig | None
+    ) -> EspNNQuantizer:
+        if not (isinstance(module_type, type) and issubclass(module_type, nn.Module)):
+            raise TypeError(f"set_module_type expects an nn.Module subclass, got {module_type!r}")
+        self._by_type[module_type] = _checked(config)
+        return self
+
+    def set_module_name(
+        self, module_name: str, config: EspNNQuantizationConfig | None
+    ) -> EspNNQuantizer:
+        if not isinstance(module_name, str):
+            raise TypeError(
+                f"set_module_name expects a qualified module name such as 'features.3', got {module_name!r}"
+            )
+        self._by_name[module_name] = _checked(config)
+        return self
+
+    @property
+    def scope(self) -> ConfigScope:
+        return ConfigScope(self._global, dict(self._by_type), dict(self._by_name))
+
+    def annotate(self, model: GraphModule) -> GraphModule:
+        ctx = AnnotationContext(self.scope)
+        for node in _call_functions(model):
+            annotator = BY_TARGET.get(node.target)  # type: ignore[call-overload]
+            if annotator is None or is_annotated(node) or not is_float_tensor(node):
+                continue
+            cfg = ctx.config(node)
+            if cfg is not None:
+                annotator.annotate(node, cfg, ctx)
+        return model
+
+    def validate(self, model: GraphModule) -> None:
+        """Nothing to check: annotate() only ever emits the ESP-NN scheme."""
+
+
+def _call_functions(model: GraphModule) -> Iterator[Node]:
+    # list(): annotators never mutate the graph, but be robust to it anyway
+    return (n for n in list(model.graph.nodes) if n.op == "call_function")
+
+
+def _checked(config: object) -> EspNNQuantizationConfig | None:
+    if config is not None and not isinstance(config, EspNNQuantizationConfig):
+        raise TypeError(
+            f"expected an EspNNQuantizationConfig or None, got {type(config).__name__}; "
+            "build one with EspNNQuantizationConfig.default()"
+        )
+    return config

@@ -1,0 +1,95 @@
+"""Helpers for the component's host tests: resolve a Kconfig configuration, build the C test
+drivers against it with the stand-in ESP-IDF headers, and run them."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from executorch_espnn import kconfig
+
+ROOT = Path(__file__).resolve().parents[1]
+COMPONENT = ROOT / "espnn_component"
+KCONFIG = COMPONENT / "Kconfig"
+CDIR = Path(__file__).resolve().parent / "component_c"
+STANDIN = CDIR / "idf_standin"
+CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-g", "-O1"]
+CXXFLAGS = ["-std=c++17", "-Wall", "-Wextra", "-Werror", "-g", "-O1"]
+SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
+
+
+def write_sdkconfig(tmp: Path, options: Mapping[str, str], spiram: bool) -> dict[str, object]:
+    """Resolve the component Kconfig with `options` (CONFIG_ lines) as ESP-IDF would and write
+    the sdkconfig.h ESP-IDF would generate into tmp/include; returns the resolved values."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    defaults = tmp / "sdkconfig.defaults"
+    lines = [f"CONFIG_{k}={v}" for k, v in options.items()]
+    if spiram:
+        lines.append("CONFIG_SPIRAM=y")
+    defaults.write_text("\n".join(lines) + "\n")
+    values = kconfig.resolve(KCONFIG, [defaults])
+    header = kconfig.render_header(values, tmp / "include" / "sdkconfig.h")
+    if spiram:
+        header.write_text(header.read_text() + "#define CONFIG_SPIRAM 1\n")
+    return dict(values)
+
+
+def compile_c(
+    out: Path,
+    sources: Sequence[Path],
+    includes: Sequence[Path],
+    defines: Sequence[str] = (),
+    extra: Sequence[str] = (),
+) -> Path:
+    cc = shutil.which("gcc")
+    assert cc, "gcc is needed for the component's C tests"
+    cmd = [
+        cc,
+        *CFLAGS,
+        *SANITIZE,
+        *(f"-D{d}" for d in defines),
+        *(f"-I{i}" for i in includes),
+        *map(str, sources),
+        *extra,
+        "-o",
+        str(out),
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise AssertionError(f"compile failed: {' '.join(cmd)}\n{proc.stderr}")
+    return out
+
+
+def build_mem_driver(tmp: Path, world: str, options: Mapping[str, str], spiram: bool) -> Path:
+    """The memory-policy driver linked with the ESP-IDF world (over the stand-in heap_caps) or
+    the host world, configured by `options`."""
+    write_sdkconfig(tmp, options, spiram)
+    mem = COMPONENT / "memory"
+    includes = [tmp / "include", COMPONENT / "include", mem, CDIR]
+    if world == "idf":
+        # ESP-IDF names its header sdkconfig.h and defines ESP_PLATFORM
+        sources = [
+            mem / "espnn_mem_core.c",
+            mem / "espnn_mem_idf.c",
+            CDIR / "heap_caps_standin.c",
+            CDIR / "esp_log_standin.c",
+        ]
+        return compile_c(
+            tmp / "mem_driver",
+            [*sources, CDIR / "mem_policy_driver.c"],
+            [*includes, STANDIN],
+            ["ESP_PLATFORM", "ESPNN_TEST_IDF"],
+        )
+    (tmp / "include" / "sdkconfig.h").rename(tmp / "include" / "espnn_sdkconfig.h")
+    sources = [mem / "espnn_mem_core.c", mem / "espnn_mem_host.c"]
+    return compile_c(tmp / "mem_driver", [*sources, CDIR / "mem_policy_driver.c"], includes)
+
+
+def run_driver(exe: Path, commands: Sequence[str]) -> list[str]:
+    proc = subprocess.run(
+        [str(exe)], input="\n".join(commands) + "\n", capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, f"driver failed ({proc.returncode}): {proc.stderr}"
+    return proc.stdout.splitlines()
