@@ -26,7 +26,7 @@ from typing import Any
 COMPAT_DIR = ("espnn_component", "arduino_host")
 LIB_TARGET = "espnn_model"
 LIB_FILE = "libespnn_model.a"
-_SOURCE_DIRS = ("adapter", "cmake", "engine", "include", "memory", "runtime", "kernels", "pal")
+_SOURCE_DIRS = ("adapter", "cmake", "engine", "host_espnn", "include", "memory", "runtime", "pal")
 _SOURCE_SUFFIXES = {".c", ".cc", ".cpp", ".h", ".hpp", ".cmake", ".in", ".txt", ".S"}
 _ET_LIBS = ("executorch", "executorch_kernels_optimized", "executorch_kernels_quantized")
 

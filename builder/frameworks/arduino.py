@@ -1,3 +1,4 @@
+# ruff: noqa: F821  (SCons injects `env` through Import("env"))
 """framework = arduino: the host Arduino-compatibility layer, or espressif32's Arduino core
 plus the executorch-espnn component compiled as a library with the Kconfig-resolved macros."""
 

@@ -1,3 +1,4 @@
+# ruff: noqa: F821  (SCons injects `env` through Import("env"))
 """framework = espidf: on the host, ESP-IDF-style apps (app_main) on the compatibility layer; on
 ESP boards, espressif32's ESP-IDF build with espnn_component added as an ESP-IDF component
 (so its Kconfig shows in `pio run -t menuconfig`) and the generated model as a second one."""

@@ -1,3 +1,4 @@
+# ruff: noqa: F821  (SCons injects `env` through Import("env"))
 """The host board: the system compiler, the Arduino/ESP-IDF compatibility layer and the
 ExecuTorch runtime from the executorch wheel, so the same sketch runs on this computer."""
 

@@ -16,11 +16,17 @@ static long parse_loops(int argc, char **argv) {
     const char *env = getenv("ESPNN_HOST_LOOPS");
     if (env != nullptr && *env != '\0') loops = strtol(env, nullptr, 10);
     for (int i = 1; i < argc; ++i) {
-        if (strcmp(argv[i], "--loops") == 0 && i + 1 < argc) {
-            loops = strtol(argv[++i], nullptr, 10);
-        } else if (strncmp(argv[i], "--loops=", 8) == 0) {
-            loops = strtol(argv[i] + 8, nullptr, 10);
+        if (strncmp(argv[i], "--loops", 7) != 0) continue;
+        const char *value = argv[i] + 7;  /* "--loops=N", "--loops N" (one quoted argument) */
+        if (*value == '\0') {
+            if (i + 1 >= argc) break;
+            value = argv[++i]; /* "--loops" "N" */
+        } else if (*value == '=' || *value == ' ') {
+            ++value;
+        } else {
+            continue;
         }
+        loops = strtol(value, nullptr, 10);
     }
     return loops < 0 ? 1 : loops;
 }

@@ -1,0 +1,153 @@
+"""ESP boards, checked offline: the derived platform against a stand-in espressif32.
+
+What this proves: our platform class finds the installed base through PlatformIO's package
+manager, takes its boards/packages/frameworks, marks the ExecuTorch runtime package, runs the
+model step, then hands the build to the base builder with our component and generated model
+(ESP-IDF: as components on EXTRA_COMPONENT_DIRS; Arduino: include paths and the library), and
+without the base an ESP board fails with the install command.  What it cannot prove: that the
+real espressif32 6.13, ESP-IDF and Arduino-ESP32 compile and link the component.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests import pio_helpers as h
+
+PLAIN_PTE_SCRIPT = """
+import sys, torch
+from executorch.exir import to_edge
+
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 3)
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+
+torch.manual_seed(0)
+ep = torch.export.export(M().eval(), (torch.randn(1, 4),))
+open(sys.argv[1], "wb").write(to_edge(ep).to_executorch().buffer)
+"""
+
+
+@pytest.fixture(scope="module")
+def plain_pte(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A ready .pte (no delegate) made with ExecuTorch itself: the model step embeds it."""
+    import subprocess
+    import sys
+
+    out = tmp_path_factory.mktemp("pte") / "plain.pte"
+    subprocess.run([sys.executable, "-c", PLAIN_PTE_SCRIPT, str(out)], check=True, timeout=300,
+                   capture_output=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def core_with_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp("esp")
+    core = work / "core"
+    h.seed_core(core)
+    h.install_standin_espressif32(core, work)
+    return core
+
+
+def _esp_project(root: Path, pte: Path) -> Path:
+    proj = h.write_project(
+        root,
+        f"""
+        [env]
+        platform = {h.platform_spec()}
+        custom_executorch_model = plain.pte
+
+        [env:esp32dev]
+        board = esp32dev
+        framework = arduino
+
+        [env:esp32-s3-devkitc-1]
+        board = esp32-s3-devkitc-1
+        framework = espidf
+        """,
+        {"src/main.cpp": "int placeholder;\n"},
+    )
+    shutil.copy(pte, proj / "plain.pte")
+    return proj
+
+
+@pytest.mark.slow
+def test_arduino_handoff_to_base(core_with_base: Path, plain_pte: Path, tmp_path: Path) -> None:
+    proj = _esp_project(tmp_path / "p", plain_pte)
+    r = h.pio(core_with_base, proj, "run", "-e", "esp32dev", timeout=300).check()
+    build = proj / ".pio" / "build" / "esp32dev"
+    rec = json.loads((build / "handoff.json").read_text())
+    assert rec["pioplatform"] == "espressif32"
+    assert rec["mcu"] == "esp32"
+    # the board's toolchain, the framework, the uploader, and our runtime package
+    assert rec["packages"] == [
+        "framework-arduinoespressif32", "framework-executorch", "tool-esptoolpy",
+        "toolchain-xtensa-esp32",
+    ]
+    assert (build / "standin_arduino.ran").is_file()  # the base's own framework script ran
+    gen = build / "executorch" / "espnn_model"
+    assert str(gen) in rec["cpppath"]
+    assert str(h.ROOT / "espnn_component" / "include") in rec["cpppath"]
+    assert (gen / "model_pte.h").is_file() and (gen / "model_pte_data.S").is_file()
+    assert str(h.ROOT / "espnn_component") in rec["libs"]
+    assert "fits in 320.0 KiB internal RAM" in r.output
+    # the project tree is untouched: everything generated lives in the build folder
+    assert sorted(p.name for p in proj.iterdir()) == [".pio", "plain.pte", "platformio.ini", "src"]
+
+
+@pytest.mark.slow
+def test_espidf_handoff_adds_components(core_with_base: Path, plain_pte: Path, tmp_path: Path) -> None:
+    proj = _esp_project(tmp_path / "p", plain_pte)
+    h.pio(core_with_base, proj, "run", "-e", "esp32-s3-devkitc-1", timeout=300).check()
+    build = proj / ".pio" / "build" / "esp32-s3-devkitc-1"
+    rec = json.loads((build / "handoff.json").read_text())
+    assert rec["mcu"] == "esp32s3"
+    assert rec["packages"] == [
+        "framework-espidf", "framework-executorch", "tool-esptoolpy", "toolchain-xtensa-esp32s3",
+    ]
+    assert (build / "standin_espidf.ran").is_file()
+    dirs = rec["cmake_extra_args"].split("-DEXTRA_COMPONENT_DIRS:PATH=")[1].split('"')[0].split(";")
+    assert dirs == [str(proj / "src"), str(h.ROOT / "espnn_component"),
+                    str(build / "executorch" / "espnn_model")]
+    cmake = (build / "executorch" / "espnn_model" / "CMakeLists.txt").read_text()
+    assert 'SRCS "model_pte_data.S"' in cmake and "REQUIRES executorch_espnn" in cmake
+
+
+@pytest.mark.slow
+def test_esp_board_without_base_says_how_to_install(tmp_path: Path, plain_pte: Path) -> None:
+    core = tmp_path / "core"
+    h.seed_core(core)
+    proj = _esp_project(tmp_path / "p", plain_pte)
+    r = h.pio(core, proj, "run", "-e", "esp32dev", timeout=120)
+    assert r.returncode != 0
+    assert "pio pkg install -g -p platformio/espressif32@~6.13.0" in r.output
+    # the host board of the same platform still works without the base
+    host = h.write_project(
+        tmp_path / "host",
+        f"""
+        [env:host]
+        platform = {h.platform_spec()}
+        board = host
+        framework = arduino
+        """,
+        {"src/main.cpp": '#include <Arduino.h>\nvoid setup() { Serial.println("ok"); }\nvoid loop() {}\n'},
+    )
+    r = h.pio(core, host, "run", "-e", "host", "-t", "exec", timeout=300).check()
+    assert "\nok\n" in r.stdout
+
+
+def test_manifest_pins_the_base() -> None:
+    manifest = json.loads((h.ROOT / "platform.json").read_text())
+    assert manifest["name"] == "executorch-espnn"
+    assert manifest["base_platform"] == {"owner": "platformio", "name": "espressif32", "version": "~6.13.0"}
+    assert set(manifest["frameworks"]) == {"arduino", "espidf"}
+    assert "framework-executorch" in manifest["packages"]
+    board = json.loads((h.ROOT / "boards" / "host.json").read_text())
+    assert "packages" not in board and board["build"]["mcu"] == "host"

@@ -1,0 +1,169 @@
+"""The model step with real `pio` and the real lowering: cached, relowered on content or option
+change, broken models stop the build with one line; the generated data compiles fast.
+
+The builds use the stand-in espressif32 (see pio_helpers): the model step is identical for every
+board and this keeps these tests independent of the host runtime's compile time.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests import pio_helpers as h
+
+MODEL = """
+import torch
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(8, 16)
+        self.fc2 = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+def model():
+    torch.manual_seed({seed})
+    return Net().eval()
+
+
+def example_inputs():
+    return (torch.randn(1, 8),)
+
+
+def calibration_data():
+    g = torch.Generator().manual_seed(1)
+    return [(torch.randn(1, 8, generator=g),) for _ in range(8)]
+"""
+
+BROKEN = """
+import torch
+
+def model():
+    raise RuntimeError("weights file went missing")
+
+def example_inputs():
+    return (torch.randn(1, 8),)
+"""
+
+LOWERING_LINE = "executorch: lowering model.py"
+
+
+@pytest.fixture(scope="module")
+def core(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp("model")
+    c = work / "core"
+    h.seed_core(c)
+    h.install_standin_espressif32(c, work)
+    return c
+
+
+def _project(root: Path, model_text: str, extra: str = "") -> Path:
+    return h.write_project(
+        root,
+        f"""
+        [env:esp32dev]
+        platform = {h.platform_spec()}
+        board = esp32dev
+        framework = arduino
+        custom_executorch_model = model.py
+        {extra}
+        """,
+        {"src/main.cpp": "int placeholder;\n", "model.py": model_text},
+    )
+
+
+@pytest.mark.slow
+def test_lowering_is_cached_and_reruns_on_change(core: Path, tmp_path: Path) -> None:
+    proj = _project(tmp_path / "p", MODEL.format(seed=0))
+    out = proj / ".pio" / "build" / "esp32dev" / "executorch"
+
+    r = h.pio(core, proj, "run", "-e", "esp32dev", timeout=600).check()
+    assert LOWERING_LINE in r.output
+    assert "operators:" in r.output and "on ESP-NN" in r.output
+    info = json.loads((out / "model_info.json").read_text())
+    pte = (out / "model.pte").read_bytes()
+    header = (out / "espnn_model" / "model_pte.h").read_text()
+    import hashlib
+
+    assert f'ESPNN_MODEL_PTE_SHA256 "{hashlib.sha256(pte).hexdigest()}"' in header
+    assert f"ESPNN_MODEL_PTE_SIZE {len(pte)}u" in header
+    assert info["pte"]["inputs"][0]["dims"] == [1, 8]
+    assert "EspNNDelegateBackend" in info["pte"]["delegates"]
+
+    t0 = time.monotonic()
+    r = h.pio(core, proj, "run", "-e", "esp32dev", timeout=300).check()
+    assert LOWERING_LINE not in r.output and "is up to date" in r.output
+    assert time.monotonic() - t0 < 30
+
+    (proj / "model.py").write_text(MODEL.format(seed=1))  # new weights
+    r = h.pio(core, proj, "run", "-e", "esp32dev", timeout=600).check()
+    assert LOWERING_LINE in r.output
+    assert (out / "model.pte").read_bytes() != pte
+
+    ini = proj / "platformio.ini"
+    ini.write_text(ini.read_text() + "custom_executorch_target = esp32s3\n")  # an option
+    r = h.pio(core, proj, "run", "-e", "esp32dev", timeout=600).check()
+    assert "lowering model.py for esp32s3" in r.output
+    r = h.pio(core, proj, "run", "-e", "esp32dev", timeout=300).check()
+    assert LOWERING_LINE not in r.output
+    assert sorted(p.name for p in proj.iterdir()) == [".pio", "model.py", "platformio.ini", "src"]
+
+
+@pytest.mark.slow
+def test_broken_model_stops_the_build_with_one_line(core: Path, tmp_path: Path) -> None:
+    proj = _project(tmp_path / "p", BROKEN)
+    r = h.pio(core, proj, "run", "-e", "esp32dev", timeout=600)
+    assert r.returncode != 0
+    errors = r.error_lines()
+    assert len(errors) == 1, r.output[-4000:]
+    assert errors[0].startswith("Error: custom_executorch_model = model.py: lowering failed")
+    assert "weights file went missing" in r.output  # the reason, from the lowering itself
+
+
+def test_4mb_model_data_assembles_in_about_a_second(tmp_path: Path) -> None:
+    """The .incbin route: no giant initializer for the compiler to parse."""
+    sys.path.insert(0, str(h.ROOT / "builder"))
+    try:
+        from espnn_pio import render
+    finally:
+        sys.path.pop(0)
+    out = tmp_path / "executorch"
+    out.mkdir()
+    data = bytes((i * 2654435761) & 0xFF for i in range(4 << 20))
+    (out / "model.pte").write_bytes(data)
+    tensor = {"name": "x", "dtype": 5, "dtype_name": "float32", "dims": [1, 8], "numel": 8,
+              "nbytes": 32, "scale": 0.0, "zero_point": 0}
+    info = {
+        "pte": {"size": len(data), "sha256": "0" * 64, "method": "forward", "planned_bytes": 64,
+                "planned_buffers": [64], "delegates": [], "inputs": [tensor], "outputs": [tensor]},
+        "sizes": {k: 0 for k in ("arena_bytes", "state_bytes", "weights_bytes",
+                                 "method_allocator_bytes", "temp_allocator_bytes")} | {"planned_bytes": 64},
+        "versions": {"executorch": "1.5.1", "package": "0.1.0", "format_major": "1", "format_minor": "0"},
+    }
+    render.write_all(info, out)
+    gen = out / "espnn_model"
+    main = tmp_path / "main.c"
+    main.write_text(
+        '#include <stdio.h>\n#include "model_pte.h"\n'
+        "int main(void) { printf(\"%u %u %u\\n\", (unsigned)model_pte.size, "
+        "(unsigned)model_pte.data[12345], (unsigned)((unsigned long)model_pte.data % 16)); return 0; }\n"
+    )
+    t0 = time.monotonic()
+    subprocess.run(["gcc", "-c", str(gen / "model_pte_data.S"), "-o", str(tmp_path / "d.o")], check=True)
+    elapsed = time.monotonic() - t0
+    subprocess.run(["gcc", "-Wall", "-Wextra", "-Werror", "-std=c11", f"-I{gen}",
+                    f"-I{h.ROOT / 'espnn_component' / 'include'}", str(main), str(tmp_path / "d.o"),
+                    "-o", str(tmp_path / "m")], check=True)
+    got = subprocess.run([str(tmp_path / "m")], capture_output=True, text=True, check=True).stdout
+    assert got.split() == [str(len(data)), str(data[12345]), "0"]
+    assert elapsed < 2.0, f"assembling 4 MB took {elapsed:.2f} s"
