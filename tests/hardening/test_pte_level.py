@@ -37,18 +37,16 @@ class Program:
 
 
 @pytest.fixture(scope="module")
-def program() -> Program:
-    import executorch_espnn as ee
+def program(island_pte: Path) -> Program:
     from executorch_espnn.pte import delegate_payloads
     from tests.zoo import ZOO
 
-    z = ZOO["island_net"]
-    low = ee.lower(z.model(), z.example_inputs(), z.calibration_data(), target="esp32s3")
-    payloads = delegate_payloads(low.pte)
-    at = tuple(low.pte.find(p) for p in payloads)
+    pte = island_pte.read_bytes()
+    payloads = delegate_payloads(pte)
+    at = tuple(pte.find(p) for p in payloads)
     assert len(payloads) == 2 and all(a > 0 for a in at), "IslandNet should lower to two delegates"
-    return Program(low.pte, at, tuple(len(p) for p in payloads),
-                   z.example_inputs()[0].numpy().astype(np.float32))
+    return Program(pte, at, tuple(len(p) for p in payloads),
+                   ZOO["island_net"].example_inputs()[0].numpy().astype(np.float32))
 
 
 def _cases(p: Program) -> list[tuple[str, str, bytes]]:
