@@ -76,6 +76,17 @@ class PteSizes:
     n_delegates: int
     pointer_bytes: int
 
+    def header_sizes(self) -> dict[str, int]:
+        """The byte counts of the generated model header (espnn_pte_desc_t) that EspnnModel
+        sizes its pools with; ``state_bytes`` includes the delegate handles."""
+        return {
+            "arena_bytes": self.delegate_arena_bytes,
+            "state_bytes": self.delegate_state_bytes + self.delegate_handle_bytes,
+            "planned_bytes": self.planned_bytes,
+            "method_allocator_bytes": self.method_allocator_bytes,
+            "temp_allocator_bytes": self.temp_allocator_bytes,
+        }
+
 
 class _CSizes(ctypes.Structure):
     # mirrors executorch_espnn_pte_sizes_t

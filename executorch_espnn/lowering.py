@@ -235,6 +235,10 @@ def lower(
     done(3, "partition", t0)
 
     # 4. to_executorch
+    # quantize/dequantize left on the CPU need their out variants registered (the AOT
+    # library of ExecuTorch's quantized kernels)
+    import executorch.kernels.quantized  # noqa: F401
+
     t0 = stage(4, "to_executorch")
     try:
         et = edge.to_executorch()

@@ -397,7 +397,7 @@ def clamp_bounds(node: Node) -> tuple[float | None, float | None]:
 def match_unit(node: Node, lowering: OpLowering, ctx: GraphContext) -> Unit:
     """Collect the dequantize/operator/activation/quantize group anchored at ``node``."""
     inputs: list[Node] = []
-    for i, arg in enumerate(lowering.activation_args(node)):
+    for i, arg in enumerate(lowering.activation_args(node, ctx)):
         if not is_dequantize(arg):
             if isinstance(arg, Node) and node_op(arg) == DEQUANTIZE_PER_CHANNEL:
                 raise Unsupported(f"operand {i} is dequantized per channel; activations must be per tensor")
@@ -462,13 +462,20 @@ def source_location(node: Node, skip_dirs: Iterable[str] | None = None) -> str |
     if not frames:
         return None
     skips = tuple(skip_dirs) if skip_dirs is not None else _package_dirs()
-    chosen = frames[-1]
     for f in reversed(frames):
         try:
             resolved = str(Path(f[0]).resolve())
         except OSError:  # pragma: no cover
             resolved = f[0]
         if not resolved.startswith(skips):
-            chosen = f
-            break
-    return f"{Path(chosen[0]).name}:{chosen[1]} in {chosen[2]}"
+            return f"{Path(f[0]).name}:{f[1]} in {f[2]}"
+    # only library frames (an nn.Sequential of stock modules): name the module too
+    chosen = frames[-1]
+    where = f"{Path(chosen[0]).name}:{chosen[1]} in {chosen[2]}"
+    stack = node.meta.get("nn_module_stack")
+    if isinstance(stack, dict) and stack:
+        path, kind = list(stack.values())[-1]
+        kind_name = getattr(kind, "__name__", None) or str(kind).rsplit(".", 1)[-1].strip("'>")
+        if path:
+            where += f" (module {path}: {kind_name})"
+    return where

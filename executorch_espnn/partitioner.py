@@ -351,13 +351,10 @@ class EspNNPartitioner(Partitioner):  # type: ignore[misc]  # executorch is unty
 
     def _cpu_reason(self, n: Node, reasons: dict[Node, str], where: dict[Node, int]) -> str:
         origin = self._origin(n)
-        if n in reasons:
-            r = reasons[n]
-            if origin and ("has no ESP-NN lowering" in r or "not an int8-quantized" in r):
-                return f"part of {origin}"
-            return r
-        if origin:
+        if origin:  # decomposed from an operator refused whole: that refusal is the reason
             return f"part of {origin}"
+        if n in reasons:
+            return reasons[n]
         name = node_op(n)
         if is_qdq(n):
             users = [u for u in n.users if u.op == "call_function"]

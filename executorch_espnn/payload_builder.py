@@ -335,12 +335,13 @@ class PayloadBuilder:
         return nv
 
     def any_layout(self, v: Value, prefer: Perm) -> Perm:
-        """A layout ``v`` is (or will be) available in at no cost, ``prefer`` if possible."""
+        """A layout ``v`` already has (``prefer``, or one with the same bytes, if possible);
+        ``prefer`` when ``v`` is not made yet."""
         if not v.real or prefer in v.real:
             return prefer
         for p in v.real:
             if same_bytes(v.shape, p, prefer):
-                return prefer
+                return p
         return next(iter(v.real))
 
     def lazy_quantize(self, q: Node) -> None:
@@ -369,7 +370,7 @@ class PayloadBuilder:
         v = Value(dq.name, src.shape, DType.FLOAT32, None)
 
         def make(perm: Perm) -> int:
-            p = self.any_layout(src, perm)
+            p = self.any_layout(src, perm)  # DEQUANTIZE transposes for free
             s = self.realize(src, p)
             inv = inverse(p)
             out = self.arena(src.shape, DType.FLOAT32, None, perm)

@@ -20,23 +20,26 @@ def _program(pte: bytes) -> Any:
     from executorch.exir._serialize._program import deserialize_pte_binary
 
     try:
-        return deserialize_pte_binary(data).program
+        program = deserialize_pte_binary(data).program
     except Exception as e:
         raise PteError(f"the .pte could not be parsed ({type(e).__name__}: {e}); is it truncated or corrupt?") from None
+    if not program.execution_plan:
+        raise PteError("the .pte contains no methods; is it truncated or corrupt?")
+    return program
 
 
 def backend_ids(pte: bytes) -> list[str]:
     """The backend id of every delegate of every method, in program order."""
     program = _program(pte)
-    return [d.id for plan in program.execution_plan for d in plan.delegates]
+    return [d.id for plan in program.execution_plan or [] for d in plan.delegates or []]
 
 
 def delegate_payloads(pte: bytes) -> list[bytes]:
     """The payload of every ``EspNNDelegateBackend`` delegate, in program order."""
     program = _program(pte)
     out: list[bytes] = []
-    for plan in program.execution_plan:
-        for d in plan.delegates:
+    for plan in program.execution_plan or []:
+        for d in plan.delegates or []:
             if d.id != BACKEND_ID:
                 continue
             ref = d.processed
@@ -46,7 +49,7 @@ def delegate_payloads(pte: bytes) -> list[bytes]:
                 raise PteError(f"delegate of {plan.name} points at missing data {ref.index}")
             out.append(bytes(program.backend_delegate_data[ref.index].data))
     if not out:
-        ids = sorted({d.id for plan in program.execution_plan for d in plan.delegates})
+        ids = sorted(set(backend_ids(pte)))
         found = f"its delegates are {ids}" if ids else "it has no delegates at all"
         raise PteError(
             f"the .pte contains no {BACKEND_ID} delegate ({found}); lower the model with "

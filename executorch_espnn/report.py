@@ -110,6 +110,7 @@ class LoweringReport:
     warnings: list[str] = field(default_factory=list)
     calibrated: bool | None = None  # None: unknown (a ready .pte)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per lowering stage
+    versions: dict[str, str] = field(default_factory=dict)  # package/format/toolchain versions
 
     @property
     def delegate_weights_bytes(self) -> int:
@@ -173,6 +174,7 @@ class LoweringReport:
                 ],
             },
             "timings": dict(self.timings),
+            "versions": dict(self.versions),
             "warnings": list(self.warnings),
         }
 
@@ -631,4 +633,21 @@ def build_report(
         warnings=warn,
         calibrated=calibrated,
         timings=dict(timings or {}),
+        versions=_versions(),
     )
+
+
+def _versions() -> dict[str, str]:
+    """What made this report: our package, the payload format, torch and ExecuTorch."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from .payload.format import FORMAT_MAJOR, FORMAT_MINOR
+    from .version import __version__
+
+    out = {"executorch_espnn": __version__, "payload_format": f"{FORMAT_MAJOR}.{FORMAT_MINOR}"}
+    for dist in ("torch", "executorch"):
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            out[dist] = "unknown"
+    return out

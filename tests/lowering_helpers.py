@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import executorch.kernels.quantized  # noqa: F401 - CPU quantize/dequantize out-variants for to_executorch
 import numpy as np
 import torch
 from executorch.exir import to_edge_transform_and_lower
@@ -14,7 +15,6 @@ from torch import nn
 from torch.fx import GraphModule
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
-import executorch.kernels.quantized  # noqa: F401 - CPU quantize/dequantize out-variants for to_executorch
 from executorch_espnn import pte
 from executorch_espnn.decisions import OpDecision
 from executorch_espnn.lowering_graph import DEQUANTIZE, QUANTIZE, node_op

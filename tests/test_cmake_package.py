@@ -4,6 +4,7 @@ find_package(executorch_espnn CONFIG REQUIRED) and links executorch_espnn::backe
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -76,6 +77,17 @@ def test_outside_application_finds_links_and_runs(prefix: Path, tmp_path: Path) 
     got = np.array([float(v) for v in line.group(1).split()], dtype=np.float32)
     np.testing.assert_array_equal(got, (m.reference(x) * np.float32(2.0)).ravel())
     np.testing.assert_array_equal(got, host.run(pte, [x])[0].ravel())
+    assert "delegates 1 weights_bytes 0" in proc.stdout  # constants used in place
+
+    # a program at an address that misaligns the int32 constants: the delegate copies them
+    env = dict(os.environ, ESPNN_CONSUMER_MISALIGN="1")
+    proc = subprocess.run([str(exe), str(tmp_path / "model.pte"), str(tmp_path / "x.bin")],
+                          capture_output=True, text=True, timeout=120, check=False, env=env)
+    assert proc.returncode == 0, proc.stderr
+    again = re.search(r"^output 0 float32 \[1, 4\]:(.*)$", proc.stdout, re.M)
+    assert again is not None and again.group(1) == line.group(1)
+    copied = re.search(r"^delegates 1 weights_bytes (\d+)$", proc.stdout, re.M)
+    assert copied is not None and int(copied.group(1)) > 0, proc.stdout
 
 
 def test_consumer_gets_the_backend_error(prefix: Path, tmp_path: Path) -> None:

@@ -455,12 +455,12 @@ def test_corrupted_payloads_never_kill_the_process(tmp_path: Path) -> None:
 
 # --- whole models from tests/zoo.py, lowered by executorch_espnn.lower ---------------------------
 
-# Measured (Nov 2026): the delegates reproduce executorch_espnn.reference bit for bit and the
-# top-1 always matches, but the int8 pipeline drifts from PyTorch's fake-quantized float
-# arithmetic as layers accumulate 1-LSB requantisation differences (MobileNetV2-0.35: 20-32
-# LSB at the logits, ~80% of elements beyond 1 LSB; DS-CNN: up to 3 LSB, 25-50%; IslandNet: one
-# element of 20 at 2 LSB).  The runtime is not the cause: see test_model_delegates_are_exact.
-_LSB_DRIFT = {"mobilenet_v2_0.35_96", "ds_cnn_kws", "island_net"}
+# Measured (Nov 2026, lowering ff1b203): the delegates reproduce executorch_espnn.reference bit
+# for bit and the top-1 always matches; DS-CNN, IslandNet and CumsumNet stay within 1 LSB of
+# PyTorch's quantized model, but MobileNetV2-0.35 does not on every input: 0 LSB on two test
+# inputs, yet up to 8 LSB on 61% of the logits of another, an int8-vs-float divergence inside
+# the lowered arithmetic (not the runtime: see test_model_delegates_are_exact).
+_LSB_DRIFT = {"mobilenet_v2_0.35_96"}
 _MODELS = ["mobilenet_v2_0.35_96", "ds_cnn_kws", "island_net", "cumsum_net"]
 
 
@@ -507,7 +507,7 @@ def test_model_same_top1_as_pytorch(name: str, lowered_models: dict[str, object]
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "name",
-    [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="int8 drift from fake-quant float, see _LSB_DRIFT"))
+    [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="MobileNetV2 diverges from PyTorch on one test input, see _LSB_DRIFT"))
      if n in _LSB_DRIFT else n for n in _MODELS],
 )
 def test_model_within_one_lsb_of_pytorch(name: str, lowered_models: dict[str, object]) -> None:
@@ -541,3 +541,102 @@ def test_model_delegates_are_exact(name: str, lowered_models: dict[str, object])
         want = run_delegate(info.payloads[0], [x.numpy() for x in xs])
         for g, w in zip(got, want, strict=True):
             np.testing.assert_array_equal(g, w)
+
+
+# --- single operators: host.run against the Python reference and PyTorch's quantized model -----
+
+
+def _op_cases() -> dict[str, tuple[object, tuple[tuple[int, ...], ...]]]:
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class Add(nn.Module):
+        def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+            return a + b
+
+    class Mul(nn.Module):
+        def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+            return a * b
+
+    class AsymPadConv(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(6, 10, 3)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.conv(F.pad(x, (0, 1, 2, 0)))
+
+    class Fn(nn.Module):
+        def __init__(self, fn: object) -> None:
+            super().__init__()
+            self.fn = fn
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fn(x)  # type: ignore[operator, no-any-return]
+
+    img = ((1, 6, 11, 9),)
+    return {
+        "conv1x1": (nn.Conv2d(6, 12, 1), img),
+        "conv3x3_s2_odd": (nn.Conv2d(6, 10, 3, stride=2, padding=1), img),
+        "depthwise_x2": (nn.Conv2d(6, 12, 3, padding=1, groups=6), img),
+        "grouped_g4_16": (nn.Conv2d(16, 16, 3, padding=1, groups=4), ((1, 16, 8, 8),)),
+        "dilated_2": (nn.Conv2d(6, 10, 3, padding=2, dilation=2), img),
+        "asymmetric_pad": (AsymPadConv(), img),
+        "linear": (nn.Linear(20, 7), ((2, 20),)),
+        "add_broadcast": (Add(), ((1, 6, 5, 7), (1, 6, 1, 7))),
+        "mul_broadcast": (Mul(), ((1, 6, 5, 7), (1, 1, 5, 7))),
+        "maxpool_pad": (nn.MaxPool2d(3, stride=2, padding=1), img),
+        "avgpool_pad": (nn.AvgPool2d(3, stride=2, padding=1), img),
+        "mean_hw": (nn.AdaptiveAvgPool2d(1), img),
+        "softmax_rows": (nn.Softmax(dim=-1), ((3, 10),)),
+        "relu6": (nn.ReLU6(), img),
+        "hardswish": (nn.Hardswish(), img),
+        "sigmoid": (nn.Sigmoid(), img),
+        "tanh": (nn.Tanh(), img),
+        "silu": (nn.SiLU(), img),
+        "gelu": (nn.GELU(), img),
+        "leaky_relu": (nn.LeakyReLU(0.1), img),
+        "upsample_nearest": (nn.Upsample(scale_factor=2, mode="nearest"), img),
+        "permute": (Fn(lambda x: x.permute(0, 2, 3, 1)), img),
+    }
+
+
+_OP_NAMES = list(_op_cases())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", _OP_NAMES)
+def test_single_op_on_host(name: str) -> None:
+    import torch
+
+    import executorch_espnn as ee
+    from executorch_espnn.reference import run_delegate
+
+    module, shapes = _op_cases()[name]
+    torch.manual_seed(0)
+    m = module.eval()  # type: ignore[attr-defined]
+    gen = torch.Generator().manual_seed(1)
+
+    def batch() -> tuple[torch.Tensor, ...]:
+        return tuple(torch.randn(*s, generator=gen) * 2 for s in shapes)
+
+    low = ee.lower(m, batch(), [batch() for _ in range(8)], target="esp32s3")
+    info = read_program(low.pte)
+    assert info.payloads, f"{name}: nothing was delegated"
+    qp = low.quantized_program.module()  # type: ignore[union-attr]
+    for _ in range(3):
+        xs = batch()
+        got = host.run(low.pte, list(xs))
+        want = qp(*xs)
+        want_list = list(want) if isinstance(want, tuple | list) else [want]
+        for g, w, spec in zip(got, want_list, low.outputs, strict=True):
+            s = spec.scale
+            assert s > 0
+            lsb = np.abs(np.round(g.astype(np.float64) / s) - np.round(w.detach().numpy().astype(np.float64) / s))
+            assert lsb.max() <= 1, f"{name}: {lsb.max()} LSB"
+        # every case lowers to one delegate with float I/O: the host equals the reference exactly
+        assert len(info.payloads) == 1 and not info.kernel_calls, [k.op for k in info.kernel_calls]
+        ref = run_delegate(info.payloads[0], [x.numpy() for x in xs])
+        for g, r in zip(got, ref, strict=True):
+            np.testing.assert_array_equal(g, r)

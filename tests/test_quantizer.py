@@ -45,6 +45,7 @@ from executorch_espnn.quantizer import (
     quantize,
 )
 from executorch_espnn.quantizer.annotators.patterns import clamp_bounds
+from executorch_espnn.quantizer.workflow import random_calibration
 
 aten = torch.ops.aten
 MINMAX = EspNNQuantizationConfig.default(observer="minmax")
@@ -690,6 +691,20 @@ def test_config_rejects_schemes_espnn_cannot_run() -> None:
     )
     with pytest.raises(QuantizerConfigError, match=r"weight range \[-128, 127\]"):
         EspNNQuantizationConfig(activation=base.activation, weight=narrow_w)
+    minmax_w = QuantizationSpec(
+        dtype=torch.int8, quant_min=-127, quant_max=127, qscheme=torch.per_channel_symmetric,
+        ch_axis=0, observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=1e-6),
+    )
+    with pytest.raises(QuantizerConfigError, match="weight observer MinMaxObserver is not per-channel"):
+        EspNNQuantizationConfig(activation=base.activation, weight=minmax_w)
+    custom = EspNNQuantizationConfig(  # a per-channel observer with other arguments is fine
+        activation=base.activation,
+        weight=QuantizationSpec(
+            dtype=torch.int8, quant_min=-127, quant_max=127, qscheme=torch.per_channel_symmetric,
+            ch_axis=0, observer_or_fake_quant_ctr=PerChannelMinMaxObserver.with_args(eps=1e-6),
+        ),
+    )
+    assert custom.weight.ch_axis == 0
     with pytest.raises(QuantizerConfigError, match="unknown activation observer 'percentile'"):
         EspNNQuantizationConfig.default("percentile")  # type: ignore[arg-type]
 
@@ -736,6 +751,25 @@ def test_quantize_without_calibration_uses_random_data_and_says_so() -> None:
     # seeded: the same model gives the same qparams every time
     r2 = quantize(m, TINY_EX)
     assert [qparams(n) for n in ops(r.graph_module, Q)] == [qparams(n) for n in ops(r2.graph_module, Q)]
+
+
+def test_random_calibration_is_drawn_like_the_example_inputs() -> None:
+    image = torch.rand(1, 3, 16, 16)
+    ids = torch.randint(3, 9, (1, 5))
+    mask = torch.rand(1, 5) > 0.5
+    ex = (image, ids, mask, 0.5)
+    batches = random_calibration(ex, batches=8, seed=1)
+    assert len(batches) == 8 and batches[0] == ex
+    for b in batches[1:]:
+        assert [type(v) for v in b] == [type(v) for v in ex]
+        assert b[0].shape == image.shape and b[0].dtype == image.dtype
+        assert float(b[0].min()) >= float(image.min()) and float(b[0].max()) <= float(image.max())
+        assert abs(float(b[0].mean()) - float(image.mean())) < 0.05
+        assert b[1].dtype == torch.int64 and int(b[1].min()) >= 3 and int(b[1].max()) <= 8
+        assert b[2].dtype == torch.bool and b[3] == 0.5
+        assert not torch.equal(b[0], image)
+    again = random_calibration(ex, batches=8, seed=1)
+    assert all(torch.equal(a[0], b[0]) for a, b in zip(batches, again, strict=True))
 
 
 def test_quantize_drops_the_replaced_float_weights() -> None:
@@ -796,6 +830,23 @@ def test_non_float_inputs_are_never_observed() -> None:
     assert mul.args[0].target == DQ and mul.args[1].op == "placeholder"
 
 
+class RangeChecked(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        torch._assert_async(x.abs().max() < 100, "input out of range")
+        return self.fc(x)  # type: ignore[no-any-return]
+
+
+def test_quantize_reports_the_batch_the_model_failed_on() -> None:
+    calib = [(torch.randn(1, 4),), (torch.full((1, 4), 1000.0),)]
+    with pytest.raises(CalibrationError, match="calibration batch 1: the model failed on it: "
+                                               "RuntimeError: input out of range"):
+        quantize(RangeChecked(), (torch.randn(1, 4),), calibration=calib)
+
+
 def test_quantize_rejects_empty_calibration() -> None:
     with pytest.raises(CalibrationError, match="calibration data is empty"):
         quantize(Tiny(), TINY_EX, calibration=[])
@@ -815,6 +866,7 @@ def test_quantize_export_failure_raises_export_error_with_hint() -> None:
     assert msg.startswith("torch.export failed for DataDependent: ")
     assert "data-dependent control flow" in msg and "torch.cond" in msg
     assert "pytorch.org/docs/stable/export.html" in msg
+    assert "at test_quantizer.py:" in msg and "in forward: if x.sum() > 0:" in msg
     assert isinstance(info.value.__cause__, Exception)
     # first line of the original error is quoted
     first = str(info.value.__cause__).strip().splitlines()[0]

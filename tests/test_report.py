@@ -20,6 +20,7 @@ from executorch_espnn.report import (
     analyse_payload,
     build_report,
 )
+from executorch_espnn.version import __version__ as ee_version
 from tests.report_helpers import NetBuilder, small_net
 
 
@@ -147,6 +148,8 @@ def test_cpu_only_program_figures() -> None:
     assert rep.warnings[0] == UNCALIBRATED_WARNING
     assert any("no operator was delegated" in w for w in rep.warnings)
     assert rep.pte_bytes == len(pte)
+    assert rep.versions["executorch_espnn"] == ee_version and rep.versions["payload_format"] == "1.0"
+    assert rep.versions["torch"].startswith(torch.__version__.split("+")[0])
     json.dumps(rep.to_dict())
 
 
@@ -227,7 +230,7 @@ def test_to_dict_is_json_with_stable_keys(tmp_path: Path) -> None:
         "schema", "target", "calibrated", "pte_bytes", "arena_bytes", "planned_bytes",
         "planned_buffers", "weights_bytes", "delegate_weights_bytes", "cpu_weights_bytes",
         "state_bytes", "n_delegated_ops", "n_cpu_ops", "delegated_ops", "cpu_ops", "cpu_kernels",
-        "partitions", "inputs", "outputs", "fast_path", "timings", "warnings",
+        "partitions", "inputs", "outputs", "fast_path", "timings", "versions", "warnings",
     }
     assert back["cpu_ops"][0] == {"operator": "aten.cumsum.default", "location": "net.py:12 in forward",
                                   "reason": "no ESP-NN kernel for cumsum", "partition": None, "node": None}

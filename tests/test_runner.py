@@ -40,14 +40,7 @@ def _render(pte: bytes, out: Path, *, edit: dict[str, Any] | None = None) -> Pat
     sizes = host.measure(pte)
     info: dict[str, Any] = {
         "pte": pte_meta.read(pte).to_dict(),
-        "sizes": {
-            "arena_bytes": sizes.delegate_arena_bytes,
-            "state_bytes": sizes.delegate_state_bytes + sizes.delegate_handle_bytes,
-            "weights_bytes": sizes.delegate_weights_bytes,
-            "planned_bytes": sizes.planned_bytes,
-            "method_allocator_bytes": sizes.method_allocator_bytes,
-            "temp_allocator_bytes": sizes.temp_allocator_bytes,
-        },
+        "sizes": {**sizes.header_sizes(), "weights_bytes": sizes.delegate_weights_bytes},
         "versions": {
             "executorch": host.executorch_version(),
             "package": __version__,

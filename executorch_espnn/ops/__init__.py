@@ -81,7 +81,7 @@ class OpLowering:
     #: whether relu/relu6/hardtanh/clamp right after the operator fold into its output range
     fuses_activation: ClassVar[bool] = False
 
-    def activation_args(self, node: Node) -> list[Node]:
+    def activation_args(self, node: Node, ctx: GraphContext) -> list[Node]:
         """The operands that must be int8 activations (each through a dequantize node)."""
         from ..lowering_graph import node_arg
 

@@ -53,6 +53,8 @@ class Lut(OpLowering):
         from ..lowering_graph import node_op
 
         node = unit.anchor
+        if any(isinstance(a, Node) for a in (*node.args[1:], *node.kwargs.values())):
+            raise Unsupported("activation with tensor-valued parameters")
         fn = aten_overload(node_op(node))
         rest = node.args[1:]
         emit_lut(unit, b, lambda t: fn(t, *rest, **node.kwargs))
@@ -63,9 +65,6 @@ def emit_lut(unit: Unit, b: PayloadBuilder, fn: Callable[[torch.Tensor], torch.T
     from ..lowering_graph import qdq_params
     from ..payload_builder import nhwc
 
-    node = unit.anchor
-    if any(isinstance(a, Node) for a in (*node.args[1:], *node.kwargs.values())):
-        raise Unsupported("elementwise function with tensor-valued parameters")
     x = b.operand(unit.inputs[0])
     assert x.qp is not None
     table = lut_table(fn, x.qp, qdq_params(unit.output))

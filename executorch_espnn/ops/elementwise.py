@@ -14,20 +14,37 @@ from .common import act_range, requant
 if TYPE_CHECKING:
     from torch.fx import Node
 
+    from ..lowering_graph import GraphContext
     from ..payload_builder import PayloadBuilder, Perm, Value
 
 ADD_LEFT_SHIFT = 20  # TFLite's choice for int8: headroom for the rescaled operands
 
 
-def _operands(node: Node) -> list[Node]:
-    """Both tensor operands, or the one tensor operand when the other is a Python number."""
+def _scalar(node: Node, ctx: GraphContext) -> torch.Tensor | float | None:
+    """The second operand when it is a number (a literal, or a lifted one-element constant)."""
+    from torch.fx import Node as FxNode
+
+    b = node.args[1]
+    if isinstance(b, (int, float)) and not isinstance(b, bool):
+        return b
+    if isinstance(b, FxNode) and ctx.is_constant(b):
+        t = ctx.constant(b)
+        if t is not None and t.numel() == 1 and t.dtype.is_floating_point:
+            return t
+    return None
+
+
+def _operands(node: Node, ctx: GraphContext) -> list[Node]:
+    """Both tensor operands, or the one tensor operand when the other is a number."""
     from torch.fx import Node as FxNode
 
     a, b = node.args[0], node.args[1]
-    if isinstance(a, FxNode) and isinstance(b, FxNode):
-        return [a, b]
-    if isinstance(a, FxNode) and isinstance(b, (int, float)) and not isinstance(b, bool):
+    if not isinstance(a, FxNode):
+        raise Unsupported("the first operand is not a tensor")
+    if _scalar(node, ctx) is not None:
         return [a]
+    if isinstance(b, FxNode):
+        return [a, b]
     raise Unsupported("operands are neither two tensors nor a tensor and a number")
 
 
@@ -40,7 +57,9 @@ def _scalar_lut(unit: Unit, b: PayloadBuilder) -> bool:
     if len(unit.inputs) != 1:
         return False
     op = aten_overload("aten.add.Tensor" if node_op(node).startswith("aten.add") else "aten.mul.Tensor")
-    scalar = node.args[1]
+    scalar = _scalar(node, b.ctx)
+    if scalar is None:  # pragma: no cover - _operands returned one input only for a number
+        raise Unsupported("second operand is not a number")
     bounds = [clamp_bounds(f) for f in unit.fused]
 
     def fn(t: torch.Tensor) -> torch.Tensor:
@@ -80,12 +99,12 @@ class Add(OpLowering):
     targets = ("aten.add.Tensor", "aten.add.Scalar")
     fuses_activation = True
 
-    def activation_args(self, node: Node) -> list[Node]:
+    def activation_args(self, node: Node, ctx: GraphContext) -> list[Node]:
         from ..lowering_graph import node_arg
 
         if node_arg(node, 2, "alpha", 1) != 1:
             raise Unsupported("add with alpha != 1")
-        return _operands(node)
+        return _operands(node, ctx)
 
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
         from ..lowering_graph import qdq_params
@@ -114,8 +133,8 @@ class Mul(OpLowering):
     targets = ("aten.mul.Tensor", "aten.mul.Scalar")
     fuses_activation = True
 
-    def activation_args(self, node: Node) -> list[Node]:
-        return _operands(node)
+    def activation_args(self, node: Node, ctx: GraphContext) -> list[Node]:
+        return _operands(node, ctx)
 
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
         from ..lowering_graph import qdq_params

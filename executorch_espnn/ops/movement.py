@@ -22,6 +22,7 @@ from .common import emit_moved, normalize_dim, requant_table
 if TYPE_CHECKING:
     from torch.fx import Node
 
+    from ..lowering_graph import GraphContext
     from ..payload_builder import PayloadBuilder
 
 
@@ -163,7 +164,7 @@ class Slice(OpLowering):
             raise Unsupported(f"unexpected output shape {out_shape}")
         tmp = b.arena(kept, DType.INT8, x.qp, perm)
         b.emit(Opcode.SLICE, [x_t], tmp, words)
-        src = b.contiguous(b.reshaped(b.wrap(tmp, kept, x.qp, perm), out_shape))
+        src = b.contiguous(b.wrap(tmp, kept, x.qp, perm))
         emit_moved(b, unit, x.qp, identity(len(out_shape)), lambda out: b.emit(Opcode.RESHAPE, [src], out))
 
 
@@ -171,7 +172,7 @@ class Slice(OpLowering):
 class Cat(OpLowering):
     targets = ("aten.cat.default", "aten.concat.default")
 
-    def activation_args(self, node: Node) -> list[Node]:
+    def activation_args(self, node: Node, ctx: GraphContext) -> list[Node]:
         from torch.fx import Node as FxNode
 
         tensors = node.args[0]

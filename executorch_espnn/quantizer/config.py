@@ -125,6 +125,12 @@ def bias_qspec(node: Node, act: Node, weight: Node) -> DerivedQuantizationSpec:
     )
 
 
+def _observer_name(ctr: Any) -> str:
+    """Class name behind an observer constructor (a class or a ``with_args`` partial)."""
+    func = getattr(getattr(ctr, "p", None), "func", ctr)
+    return str(getattr(func, "__name__", type(func).__name__))
+
+
 def _check(cond: bool, what: str) -> None:
     if not cond:
         raise QuantizerConfigError(
@@ -140,7 +146,6 @@ class EspNNQuantizationConfig:
 
     activation: QuantizationSpec
     weight: QuantizationSpec
-    bias_int32: bool = True  # False keeps biases float (the lowering then leaves the op on CPU)
 
     def __post_init__(self) -> None:
         a, w = self.activation, self.weight
@@ -156,6 +161,8 @@ class EspNNQuantizationConfig:
         _check((w.quant_min, w.quant_max) == (WEIGHT_QMIN, WEIGHT_QMAX),
                f"weight range [{w.quant_min}, {w.quant_max}]")
         _check(w.ch_axis == 0, f"weight channel axis {w.ch_axis}")
+        obs_name = _observer_name(w.observer_or_fake_quant_ctr)
+        _check("PerChannel" in obs_name, f"weight observer {obs_name} is not per-channel")
 
     @classmethod
     def default(cls, observer: ObserverKind = "minmax") -> EspNNQuantizationConfig:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -40,6 +42,18 @@ def _export_hint(exc: BaseException) -> str:
     return "make forward() traceable by torch.export"
 
 
+_USER_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)\n[ \t]+(\S[^\n]*)')
+
+
+def _user_location(exc: BaseException) -> str:
+    """Where in the user's code torch.export failed, when its message says so."""
+    frames = _USER_FRAME.findall(str(exc))
+    if not frames:
+        return ""
+    path, line, func, code = frames[-1]
+    return f"\nat {Path(path).name}:{line} in {func}: {code.strip()}"
+
+
 def export_model(model: nn.Module, example_inputs: tuple[Any, ...]) -> torch.export.ExportedProgram:
     """torch.export in eval mode, mapping any failure to ExportError (the model's train/eval
     mode is restored afterwards)."""
@@ -51,8 +65,8 @@ def export_model(model: nn.Module, example_inputs: tuple[Any, ...]) -> torch.exp
         lines = str(exc).strip().splitlines()
         first = lines[0] if lines else type(exc).__name__
         raise ExportError(
-            f"torch.export failed for {type(model).__name__}: {type(exc).__name__}: {first}\n"
-            f"hint: {_export_hint(exc)}; see {EXPORT_DOCS}"
+            f"torch.export failed for {type(model).__name__}: {type(exc).__name__}: {first}"
+            f"{_user_location(exc)}\nhint: {_export_hint(exc)}; see {EXPORT_DOCS}"
         ) from exc
     finally:
         model.train(was_training)
@@ -94,22 +108,28 @@ def check_batch(index: int, batch: object, example_inputs: Sequence[Any]) -> tup
 
 
 def _random_like(x: Any, gen: torch.Generator) -> Any:
-    """A random tensor with the shape and dtype of ``x`` and roughly its value distribution."""
+    """A random tensor with the shape and dtype of ``x`` and roughly its value distribution:
+    floats are normal with the example's mean and std, kept inside the example's [min, max]
+    (so images stay in [0, 1] and non-negative features stay non-negative); integers are
+    uniform over the example's range.  Non-tensors are passed through unchanged."""
     if not isinstance(x, torch.Tensor):
         return x
+    if x.numel() == 0:
+        return x.clone()
     if x.dtype == torch.bool:
         return torch.randint(0, 2, x.shape, generator=gen).to(torch.bool)
     if x.dtype.is_floating_point:
         xf = x.detach().to(torch.float64)
-        mean = float(xf.mean()) if xf.numel() else 0.0
+        if not bool(torch.isfinite(xf).all()):
+            return torch.randn(x.shape, generator=gen, dtype=torch.float64).to(x.dtype)
+        lo, hi = float(xf.min()), float(xf.max())
         std = float(xf.std()) if xf.numel() > 1 else 0.0
-        if not (std > 0.0 and torch.isfinite(xf).all()):
-            mean, std = 0.0, 1.0
-        r = torch.randn(x.shape, generator=gen, dtype=torch.float64) * std + mean
-        return r.to(x.dtype)
-    lo = int(x.min()) if x.numel() else 0
-    hi = int(x.max()) if x.numel() else 0
-    return torch.randint(lo, hi + 1, x.shape, generator=gen, dtype=torch.int64).to(x.dtype)
+        if not std > 0.0:
+            return x.detach().clone()  # a constant example: nothing to vary
+        r = torch.randn(x.shape, generator=gen, dtype=torch.float64) * std + float(xf.mean())
+        return r.clamp(lo, hi).to(x.dtype)
+    lo_i, hi_i = int(x.min()), int(x.max())
+    return torch.randint(lo_i, hi_i + 1, x.shape, generator=gen, dtype=torch.int64).to(x.dtype)
 
 
 def random_calibration(

@@ -28,7 +28,7 @@ class ConvLinearAnnotator:
             x: ctx.act_input(x, cfg),
             w: cfg.weight,
         }
-        if isinstance(b, Node) and cfg.bias_int32:
+        if isinstance(b, Node):
             inputs[b] = bias_qspec(node, x, w)
         out = annotate_output(node, cfg, ctx)
         annotate(node, inputs, None if out is not node else cfg.activation)

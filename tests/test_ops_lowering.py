@@ -1,0 +1,258 @@
+"""Per-operator lowering: a one-op (or small) module → EspNNQuantizer → EspNNPartitioner →
+.pte; the delegate must take the whole model, contain the expected payload ops, and the
+payload run by the reference executor must match the convert_pt2e module within 1 LSB on
+every element (on inputs that sit on the input quantization grid)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from executorch_espnn.payload import Opcode
+from tests.lowering_helpers import Lowered, check_numerics, lower
+
+
+class Fn(nn.Module):
+    """Wrap a function of the inputs as a module."""
+
+    def __init__(self, fn: Callable[..., torch.Tensor], *mods: nn.Module) -> None:
+        super().__init__()
+        self.fn = fn
+        self.mods = nn.ModuleList(mods)
+
+    def forward(self, *xs: torch.Tensor) -> torch.Tensor:
+        return self.fn(self.mods, *xs)
+
+
+@dataclass
+class Case:
+    name: str
+    make: Callable[[], nn.Module]
+    shapes: tuple[tuple[int, ...], ...]
+    ops: list[str]  # payload ops in order
+    params: dict[str, int] = field(default_factory=dict)  # expected params of the first op named ops[1]
+
+
+def conv(*a: Any, **k: Any) -> Callable[[], nn.Module]:
+    return lambda: nn.Conv2d(*a, **k)
+
+
+def seq(*mods: Callable[[], nn.Module]) -> Callable[[], nn.Module]:
+    return lambda: nn.Sequential(*(m() for m in mods))
+
+
+def f(fn: Callable[..., torch.Tensor], *mods: Callable[[], nn.Module]) -> Callable[[], nn.Module]:
+    return lambda: Fn(fn, *(m() for m in mods))
+
+
+Q, DQ = "QUANTIZE", "DEQUANTIZE"
+
+CONV_CASES = [
+    Case("conv1x1", conv(16, 24, 1), ((1, 16, 7, 9),), [Q, "CONV2D", DQ], {"groups": 1, "pad_top": 0}),
+    Case("conv3x3_s2_pad1_odd", conv(3, 8, 3, stride=2, padding=1), ((1, 3, 11, 13),), [Q, "CONV2D", DQ],
+         {"stride_h": 2, "stride_w": 2, "pad_top": 1, "pad_right": 1}),
+    Case("conv5x5_nobias", conv(4, 6, 5, padding=2, bias=False), ((1, 4, 9, 9),), [Q, "CONV2D", DQ]),
+    Case("conv_rect_kernel", conv(5, 7, (3, 1), stride=(1, 2), padding=(1, 0)), ((1, 5, 8, 9),),
+         [Q, "CONV2D", DQ], {"stride_w": 2, "pad_top": 1, "pad_left": 0}),
+    Case("conv_channels_not_x8", conv(13, 11, 3, padding=1), ((1, 13, 6, 6),), [Q, "CONV2D", DQ]),
+    Case("depthwise", conv(8, 8, 3, padding=1, groups=8), ((1, 8, 10, 10),), [Q, "DEPTHWISE_CONV2D", DQ],
+         {"ch_mult": 1}),
+    Case("depthwise_mult2_s2", conv(8, 16, 3, stride=2, padding=1, groups=8), ((1, 8, 9, 9),),
+         [Q, "DEPTHWISE_CONV2D", DQ], {"ch_mult": 2, "stride_h": 2}),
+    Case("grouped_g4", conv(16, 16, 3, padding=1, groups=4), ((1, 16, 8, 8),), [Q, "CONV2D", DQ], {"groups": 4}),
+    Case("dilated_d2", conv(6, 6, 3, padding=2, dilation=2), ((1, 6, 10, 10),), [Q, "CONV2D", DQ],
+         {"dilation_h": 2, "dilation_w": 2}),
+    Case("dilated_depthwise", conv(8, 8, 3, padding=2, dilation=2, groups=8), ((1, 8, 9, 9),),
+         [Q, "DEPTHWISE_CONV2D", DQ], {"dilation_h": 2}),
+    Case("conv_bn_relu_folded", seq(conv(4, 8, 3, padding=1), lambda: nn.BatchNorm2d(8), nn.ReLU),
+         ((1, 4, 8, 8),), [Q, "CONV2D", DQ]),
+    Case("conv_relu6_fused", seq(conv(4, 8, 3), nn.ReLU6), ((1, 4, 8, 8),), [Q, "CONV2D", DQ]),
+    Case("conv_hardtanh_kwargs_fused",
+         f(lambda m, x: F.hardtanh(m[0](x), min_val=-0.5, max_val=1.5), conv(4, 8, 3)),
+         ((1, 4, 8, 8),), [Q, "CONV2D", DQ]),
+    Case("conv_clamp_fused", f(lambda m, x: torch.clamp(m[0](x), min=-1.0, max=2.0), conv(4, 8, 1)),
+         ((1, 4, 8, 8),), [Q, "CONV2D", DQ]),
+]
+
+LINEAR_CASES = [
+    Case("linear_2d", lambda: nn.Linear(20, 10), ((3, 20),), [Q, "FULLY_CONNECTED", DQ]),
+    Case("linear_3d", lambda: nn.Linear(16, 8), ((1, 5, 16),), [Q, "FULLY_CONNECTED", DQ]),
+    Case("linear_nobias", lambda: nn.Linear(12, 7, bias=False), ((2, 12),), [Q, "FULLY_CONNECTED", DQ]),
+    Case("linear_relu_fused", seq(lambda: nn.Linear(12, 7), nn.ReLU), ((2, 12),), [Q, "FULLY_CONNECTED", DQ]),
+]
+
+ELEMENTWISE_CASES = [
+    Case("add", f(lambda m, x, y: x + y), ((1, 4, 5, 6), (1, 4, 5, 6)), [Q, Q, "ADD", DQ]),
+    Case("add_relu_fused", f(lambda m, x, y: F.relu(x + y)), ((1, 4, 5, 6), (1, 4, 5, 6)), [Q, Q, "ADD", DQ]),
+    Case("add_broadcast_channel", f(lambda m, x, y: x + y), ((1, 4, 5, 6), (1, 4, 1, 1)), [Q, Q, "ADD", DQ]),
+    Case("add_broadcast_rank", f(lambda m, x, y: x + y), ((2, 3, 6), (6,)), [Q, Q, "RESHAPE", "ADD", DQ]),
+    Case("mul", f(lambda m, x, y: x * y), ((2, 3, 7), (2, 3, 7)), [Q, Q, "MUL", DQ]),
+    Case("mul_broadcast_channel", f(lambda m, x, y: x * y), ((1, 6, 4, 4), (1, 6, 1, 1)), [Q, Q, "MUL", DQ]),
+    Case("add_scalar_lut", f(lambda m, x: x + 0.75), ((1, 3, 4, 4),), [Q, "LUT", DQ]),
+    Case("mul_scalar_lut", f(lambda m, x: x * -1.5), ((1, 3, 4, 4),), [Q, "LUT", DQ]),
+]
+
+POOL_CASES = [
+    Case("maxpool_k2s2", lambda: nn.MaxPool2d(2), ((1, 3, 8, 8),), [Q, "MAX_POOL2D", DQ], {"kernel_h": 2}),
+    Case("maxpool_k3s2p1", lambda: nn.MaxPool2d(3, 2, 1), ((1, 3, 9, 9),), [Q, "MAX_POOL2D", DQ], {"pad_top": 1}),
+    Case("maxpool_ceil", lambda: nn.MaxPool2d(3, 2, ceil_mode=True), ((1, 3, 8, 8),), [Q, "MAX_POOL2D", DQ]),
+    Case("avgpool_k2s2", lambda: nn.AvgPool2d(2), ((1, 3, 8, 8),), [Q, "AVG_POOL2D", DQ]),
+    Case("avgpool_pad_include", lambda: nn.AvgPool2d(3, 1, 1, count_include_pad=True), ((1, 3, 7, 7),),
+         [Q, "AVG_POOL2D", DQ], {"divisor_mode": 1}),
+    Case("avgpool_pad_exclude", lambda: nn.AvgPool2d(3, 1, 1, count_include_pad=False), ((1, 3, 7, 7),),
+         [Q, "AVG_POOL2D", DQ], {"divisor_mode": 0}),
+    Case("avgpool_ceil_include", lambda: nn.AvgPool2d(3, 2, 1, ceil_mode=True), ((1, 3, 8, 8),),
+         [Q, "AVG_POOL2D", DQ]),
+    Case("adaptive_avgpool_1x1", lambda: nn.AdaptiveAvgPool2d(1), ((1, 5, 6, 7),), [Q, "AVG_POOL2D", DQ]),
+    Case("mean_hw_keepdim", f(lambda m, x: x.mean((2, 3), keepdim=True)), ((1, 5, 6, 7),), [Q, "AVG_POOL2D", DQ]),
+    Case("mean_hw_flat", f(lambda m, x: x.mean((-1, -2))), ((2, 5, 4, 4),), [Q, "AVG_POOL2D", "RESHAPE", DQ]),
+]
+
+SOFTMAX_CASES = [
+    Case("softmax_2d", lambda: nn.Softmax(-1), ((3, 10),), [Q, "SOFTMAX", DQ]),
+    Case("softmax_4d_last", lambda: nn.Softmax(-1), ((1, 2, 3, 9),), [Q, "SOFTMAX", DQ]),
+    Case("softmax_4d_channels", lambda: nn.Softmax(1), ((1, 6, 3, 4),), [Q, "SOFTMAX", DQ]),
+]
+
+LUT_CASES = [
+    Case(name, make, ((1, 4, 5, 6),), [Q, "LUT", DQ])
+    for name, make in [
+        ("hardswish", nn.Hardswish), ("hardsigmoid", nn.Hardsigmoid), ("sigmoid", nn.Sigmoid),
+        ("tanh", nn.Tanh), ("silu", nn.SiLU), ("gelu", nn.GELU), ("gelu_tanh", lambda: nn.GELU("tanh")),
+        ("leaky_relu", lambda: nn.LeakyReLU(0.1)), ("relu", nn.ReLU), ("relu6", nn.ReLU6),
+        ("hardtanh", lambda: nn.Hardtanh(-0.5, 0.5)),
+        ("clamp_min", lambda: Fn(lambda m, x: torch.clamp(x, min=-0.25))),
+    ]
+]
+
+MOVEMENT_CASES = [
+    Case("flatten_nc11_free", f(lambda m, x: torch.flatten(F.adaptive_avg_pool2d(m[0](x), 1), 1), conv(3, 8, 3)),
+         ((1, 3, 6, 6),), [Q, "CONV2D", "AVG_POOL2D", "RESHAPE", DQ]),
+    Case("flatten_nchw_needs_transpose", f(lambda m, x: m[1](torch.flatten(m[0](x), 1)), conv(3, 4, 3),
+                                           lambda: nn.Linear(4 * 4 * 4, 5)),
+         ((1, 3, 6, 6),), [Q, "CONV2D", "TRANSPOSE", "RESHAPE", "FULLY_CONNECTED", DQ]),
+    Case("permute_nhwc_free", f(lambda m, x: m[0](x).permute(0, 2, 3, 1), conv(3, 4, 1)), ((1, 3, 5, 6),),
+         [Q, "CONV2D", DQ]),
+    Case("reshape", f(lambda m, x: x.reshape(2, 6, 5)), ((1, 3, 4, 5),), [Q, "RESHAPE", DQ]),
+    Case("transpose_3d", f(lambda m, x: x.transpose(1, 2)), ((2, 3, 5),), [Q, DQ]),
+    Case("slice_step", f(lambda m, x: x[:, :, 1:6:2]), ((1, 3, 7, 5),), [Q, "SLICE", DQ]),
+    Case("select", f(lambda m, x: x[:, 1]), ((2, 3, 4),), [Q, "SLICE", "RESHAPE", DQ]),
+    Case("cat_channels", f(lambda m, x: torch.cat([m[0](x), m[1](x)], 1), conv(3, 4, 1), conv(3, 5, 3, padding=1)),
+         ((1, 3, 6, 6),), [Q, "CONV2D", "CONV2D", "CONCAT", DQ]),
+    Case("cat_last_dim", f(lambda m, x, y: torch.cat([x, y], -1)), ((2, 3, 4), (2, 3, 2)), [Q, Q, "CONCAT", DQ]),
+    Case("pad_value", f(lambda m, x: F.pad(x, (1, 2, 0, 1), value=0.5)), ((1, 2, 4, 5),), [Q, "PAD", DQ]),
+    Case("upsample_x2", lambda: nn.Upsample(scale_factor=2, mode="nearest"), ((1, 3, 4, 5),),
+         [Q, "UPSAMPLE_NEAREST", DQ]),
+    Case("upsample_size", f(lambda m, x: F.interpolate(x, size=(7, 5), mode="nearest")), ((1, 2, 3, 4),),
+         [Q, "UPSAMPLE_NEAREST", DQ]),
+]
+
+ALL = CONV_CASES + LINEAR_CASES + ELEMENTWISE_CASES + POOL_CASES + SOFTMAX_CASES + LUT_CASES + MOVEMENT_CASES
+
+
+def _lower_case(case: Case) -> Lowered:
+    torch.manual_seed(0)
+    m = case.make().eval()
+    ex = tuple(torch.randn(s) for s in case.shapes)
+    return lower(m, ex)
+
+
+@pytest.mark.parametrize("case", ALL, ids=[c.name for c in ALL])
+def test_single_op(case: Case) -> None:
+    low = _lower_case(case)
+    assert low.cpu() == [], [(d.op, d.reason) for d in low.cpu()]
+    assert len(low.payloads) == 1
+    assert low.opcodes() == case.ops
+    if case.params:
+        op = next(o for o in low.decoded().ops if o.opcode.name == case.ops[1])
+        assert {k: op.params[k] for k in case.params} == case.params
+    check_numerics(low)
+
+
+def _act_range(low: Lowered) -> tuple[int, int]:
+    op = next(o for o in low.decoded().ops if o.opcode in (Opcode.CONV2D, Opcode.FULLY_CONNECTED))
+    return op.params["act_min"], op.params["act_max"]
+
+
+@pytest.mark.parametrize(
+    ("name", "lo", "hi"),
+    [("conv_relu6_fused", 0.0, 6.0), ("conv_hardtanh_kwargs_fused", -0.5, 1.5), ("conv_clamp_fused", -1.0, 2.0)],
+)
+def test_fused_clamp_sets_the_activation_range(name: str, lo: float, hi: float) -> None:
+    case = next(c for c in ALL if c.name == name)
+    low = _lower_case(case)
+    s, z = low.output_qparams()[0]
+    # independent: round-half-even(v / s) + z, clamped to int8
+    want = tuple(int(np.clip(np.rint(np.float32(v) * np.float32(1.0 / s)) + z, -128, 127)) for v in (lo, hi))
+    assert _act_range(low) == want
+    assert not any(o.opcode == Opcode.LUT for o in low.decoded().ops)
+
+
+def test_relu_fused_into_linear_has_zero_point_floor() -> None:
+    low = _lower_case(next(c for c in ALL if c.name == "linear_relu_fused"))
+    _, z = low.output_qparams()[0]
+    assert _act_range(low) == (max(z, -128), 127)
+
+
+def test_conv_bias_and_weights_layout() -> None:
+    """The filter is OHWI and the bias is in accumulator units (input scale x weight scale)."""
+    torch.manual_seed(0)
+    m = nn.Conv2d(3, 4, (3, 2), padding=1).eval()
+    low = lower(m, (torch.randn(1, 3, 6, 6),))
+    p = low.decoded()
+    op = next(o for o in p.ops if o.opcode == Opcode.CONV2D)
+    filt = p.tensors[op.inputs[1]]
+    assert filt.dims == (4, 3, 2, 3)
+    raw = np.frombuffer(p.constants[filt.offset:filt.offset + filt.nbytes], dtype=np.int8).reshape(filt.dims)
+    # the int8 weights PT2E produced, reordered OIHW -> OHWI
+    w_q = next(
+        n for n in low.converted.graph.nodes if n.op == "get_attr" and getattr(low.converted, n.target).dtype == torch.int8
+    )
+    w = getattr(low.converted, w_q.target).numpy()
+    assert (raw == w.transpose(0, 2, 3, 1)).all()
+
+
+def test_mean_with_its_own_output_scale_uses_mean_hw() -> None:
+    """When the output is quantized differently from the input (edited graph), the global
+    average is a MEAN_HW with a requantisation, still within 1 LSB of the float program."""
+    from tests.lowering_helpers import quantize_module
+
+    m = Fn(lambda mods, x: x.mean((2, 3), keepdim=True)).eval()
+    ex = (torch.randn(1, 6, 5, 7),)
+    q = quantize_module(m, ex)
+    means = [n for n in q.graph.nodes if n.op == "call_function" and "mean" in str(n.target)]
+    (qnode,) = [u for u in means[0].users]
+    qnode.args = (qnode.args[0], qnode.args[1] * 1.7, qnode.args[2] + 3, *qnode.args[3:])
+    for u in list(qnode.users):
+        u.args = (u.args[0], qnode.args[1], qnode.args[2], *u.args[3:])
+    q.recompile()
+    low = lower(m, ex, converted=q)
+    assert low.opcodes() == [Q, "MEAN_HW", DQ]
+    check_numerics(low)
+
+
+@pytest.mark.parametrize(
+    ("make", "shape", "op", "reason"),
+    [
+        (lambda: nn.MaxPool2d(2, dilation=2), (1, 3, 8, 8), "aten.max_pool2d_with_indices.default", "dilation"),
+        (lambda: nn.AvgPool2d(2, divisor_override=3), (1, 3, 8, 8), "aten.avg_pool2d.default", "divisor_override"),
+        (lambda: nn.Softmax(2), (1, 3, 4, 5), "aten._softmax.default", "contiguous"),
+        (lambda: nn.ELU(), (1, 3, 4, 5), "aten.elu.default", "no ESP-NN lowering"),
+    ],
+    ids=["maxpool_dilation", "avgpool_divisor_override", "softmax_dim2", "elu"],
+)
+def test_unsupported_variants_stay_on_cpu_with_reason(
+    make: Callable[[], nn.Module], shape: tuple[int, ...], op: str, reason: str
+) -> None:
+    torch.manual_seed(0)
+    low = lower(make().eval(), (torch.randn(shape),))
+    cpu = {d.op: d.reason for d in low.cpu()}
+    assert op in cpu, low.decisions
+    assert reason in cpu[op]
