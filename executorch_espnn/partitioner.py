@@ -127,7 +127,7 @@ class EspNNPartitioner(Partitioner):  # type: ignore[misc]  # executorch is unty
         return unit
 
     def _trial(self, unit: Unit, ctx: GraphContext) -> None:
-        b = PayloadBuilder(ctx, self.target)
+        b = PayloadBuilder(ctx, self.target, self.options.limits)
         seen: set[Node] = set()
         for dq in unit.inputs:
             src = dq.args[0]
@@ -295,6 +295,12 @@ class EspNNPartitioner(Partitioner):  # type: ignore[misc]  # executorch is unty
             single = make(units[s:s + 1])
             err = fits(single)
             if err is not None:
+                # without the absorbed quantize/dequantize (int8 in and out) it may still fit
+                bare = _Piece(units[s:s + 1], [])
+                if fits(bare) is None:
+                    out.append(bare)
+                    s += 1
+                    continue
                 u = units[s]
                 why = err.reason if isinstance(err, Unsupported) else str(err)
                 if not isinstance(err, LimitExceeded):

@@ -129,6 +129,8 @@ class LimitExceeded(Unsupported):
 class BuildResult:
     payload: Payload
     data: bytes
+    # which graph value each tensor holds: tensor id -> (fx node name, physical order, logical shape)
+    tensor_values: dict[int, tuple[str, Perm, tuple[int, ...]]] = field(default_factory=dict)
 
 
 class PayloadBuilder:
@@ -434,13 +436,17 @@ class PayloadBuilder:
             target=self.target,
             producer=version_tuple(),
         )
+        names: dict[int, tuple[str, Perm, tuple[int, ...]]] = {}
+        for node, v in self.values.items():
+            for perm, tid in v.real.items():
+                names.setdefault(tid, (node.name, perm, v.shape))
         try:
             data = encode(payload)
         except PayloadError as e:
             if e.field in ("n_tensors", "n_ops", "n_inputs", "total_size", "arena_size"):
                 raise LimitExceeded(str(e)) from None
             raise
-        return BuildResult(payload, data)
+        return BuildResult(payload, data, names)
 
     def _writer(self, tid: int) -> int | None:
         for i, op in enumerate(self.ops):

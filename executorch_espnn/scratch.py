@@ -168,9 +168,14 @@ def depthwise_scratch(target: Target, g: ConvGeometry) -> int:
     return 0
 
 
+# Longer rows run on the engine's own softmax (ESP-NN's final shift would reach 32 bits
+# there, see docs/engine.md), which needs no scratch.
+SOFTMAX_ESPNN_MAX_ROW = 511
+
+
 def softmax_scratch(target: Target, row_len: int) -> int:
     """Bytes ``esp_nn_get_softmax_scratch_size(width, height)`` asks for (width = row length)."""
-    if target == Target.GENERIC:
+    if target == Target.GENERIC or row_len > SOFTMAX_ESPNN_MAX_ROW:
         return 0
     if target == Target.ESP32S3 or target == Target.ESP32P4 or target in _OPT_TARGETS:
         return 4 * row_len

@@ -50,6 +50,7 @@ class Lowered:
     partitioner: EspNNPartitioner
     pte: bytes
     payloads: list[bytes]
+    edge: Any = None  # the EdgeProgramManager, with the lowered modules
 
     @property
     def decisions(self) -> list[OpDecision]:
@@ -114,7 +115,7 @@ def lower(
         payloads = pte.delegate_payloads(data)
     except Exception:
         payloads = []
-    return Lowered(q, ex, part, data, payloads)
+    return Lowered(q, ex, part, data, payloads, edge)
 
 
 def lsb_errors(
@@ -149,3 +150,65 @@ def check_numerics(low: Lowered, seeds: Iterable[int] = (0, 1, 2), max_lsb: int 
 
 def opcode_set(low: Lowered, i: int = 0) -> set[Opcode]:
     return {op.opcode for op in low.decoded(i).ops}
+
+
+def _from_names(node: Any) -> list[str]:
+    """Names of the nodes ``node`` was derived from (edge → ATen → the converted module)."""
+    out: list[str] = []
+    stack = list(node.meta.get("from_node") or [])
+    while stack:
+        src = stack.pop(0)
+        out.append(src.name)
+        stack.extend(getattr(src, "from_node", None) or [])
+    return out
+
+
+def op_by_op(low: Lowered, xs: Sequence[torch.Tensor]) -> list[tuple[str, int, int, int]]:
+    """Run the (single) payload op by op and compare every int8 tensor that holds a value of
+    the graph with the convert_pt2e module's quantize output for that value.
+
+    Returns (value, op index, elements off, max difference) in execution order."""
+    from torch.fx import Interpreter
+
+    from executorch_espnn.backend import partition_io
+    from executorch_espnn.lowering_graph import GraphContext
+    from executorch_espnn.ops import build_registry
+    from executorch_espnn.payload import DType
+    from executorch_espnn.payload_builder import build_payload, inverse
+    from executorch_espnn.reference import Executor
+
+    captured: dict[str, torch.Tensor] = {}
+
+    class Capture(Interpreter):  # type: ignore[misc]
+        def run_node(self, n: Any) -> Any:
+            r = super().run_node(n)
+            if n.op == "call_function" and node_op(n) == QUANTIZE:
+                captured[n.name] = r.clone()
+            return r
+
+    Capture(low.converted).run(*xs)
+    gm = low.edge.exported_program().graph_module
+    (lowered,) = [getattr(gm, n.target) for n in gm.graph.nodes if n.op == "get_attr" and "lowered" in n.target]
+    sub = lowered.original_module
+    nodes, inputs, outputs = partition_io(sub)
+    p = low.partitioner
+    res = build_payload(nodes, inputs, outputs, GraphContext(sub, build_registry(), p._known), p.target,
+                        p.options.limits)
+    assert res.data == low.payloads[0], "preprocess is deterministic"
+    by_name = {n.name: n for n in sub.graph.nodes}
+    writer = {op.output: i for i, op in enumerate(res.payload.ops)}
+    ex = Executor(res.data, [x.numpy() for x in xs])
+    out: list[tuple[str, int, int, int]] = []
+    for i in range(len(res.payload.ops)):
+        ex.run_op(i)
+        for tid, (name, perm, _shape) in res.tensor_values.items():
+            if writer.get(tid) != i or res.payload.tensors[tid].dtype != DType.INT8:
+                continue
+            ref_name = next((f for f in [name, *_from_names(by_name[name])] if f in captured), None)
+            if ref_name is None:
+                continue
+            got = np.transpose(np.asarray(ex.tensor(tid)), inverse(perm))
+            ref = captured[ref_name].numpy()
+            d = np.abs(got.astype(np.int32) - ref.reshape(got.shape).astype(np.int32))
+            out.append((ref_name, i, int((d > 0).sum()), int(d.max())))
+    return out

@@ -256,3 +256,18 @@ def test_unsupported_variants_stay_on_cpu_with_reason(
     cpu = {d.op: d.reason for d in low.cpu()}
     assert op in cpu, low.decisions
     assert reason in cpu[op]
+
+
+def test_activations_and_reshapes_are_planned_in_place() -> None:
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(3, 8, 3), nn.Hardswish(), nn.Conv2d(8, 4, 1), nn.AdaptiveAvgPool2d(1),
+                      nn.Flatten(), nn.Linear(4, 3)).eval()
+    low = lower(m, (torch.randn(1, 3, 8, 8),))
+    p = low.decoded()
+    for op in p.ops:
+        if op.opcode in (Opcode.LUT, Opcode.RESHAPE):
+            src, dst = p.tensors[op.inputs[0]], p.tensors[op.output]
+            assert (src.offset, src.nbytes) == (dst.offset, dst.nbytes), op
+    # peak: the first conv reads its 1x3x8x8 input (192 B) while writing 1x8x6x6 (288 B)
+    assert p.arena_size == 192 + 288
+    check_numerics(low)

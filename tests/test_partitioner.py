@@ -292,7 +292,7 @@ def test_target_selects_the_esp_nn_scratch_sizes() -> None:
     ex = (torch.randn(1, 3, 10, 10),)
     q = quantize_module(Net(), ex)
     sizes = {}
-    for target in ("esp32s3", "esp32", "generic"):
+    for target in ("esp32s3", "esp32p4", "esp32", "generic"):
         p = lower(Net(), ex, converted=q, target=target).decoded()
         assert p.target == Target.parse(target)
         convs = [o for o in p.ops if o.opcode == Opcode.CONV2D]
@@ -305,6 +305,9 @@ def test_target_selects_the_esp_nn_scratch_sizes() -> None:
     # depthwise 3x3, 16 channels, pad 1: filter 144 + (12*12*16 = 2304) + 16
     # softmax over 10 classes: 4 bytes each
     assert sizes["esp32s3"] == (416, 320, 2464, 40)
+    # P4: 3x3 padded with a window of 27 >= 16: out_ch*4 + window + 32 = 91;
+    # 1x1 with in_ch 8 < 16: out_ch*4 + 16*out_ch + 32 + 32 = 384; depthwise 0
+    assert sizes["esp32p4"] == (91, 384, 0, 40)
     assert sizes["esp32"] == (0, 0, 0, 40)
     assert sizes["generic"] == (0, 0, 0, 0)
 
@@ -369,3 +372,47 @@ def test_pte_errors() -> None:
     assert pte.backend_ids(plain) == []
     with pytest.raises(PteError, match=r"no EspNNDelegateBackend delegate.*no delegates at all"):
         pte.delegate_payloads(plain)
+
+
+# ----------------------------------------------------------------------------- whole models
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["mobilenet_v2_0.35_96", "ds_cnn_kws"])
+def test_zoo_model_is_one_partition_and_matches_pytorch(name: str) -> None:
+    """A fully supported network is one partition with no CPU operator at all.  Numerics:
+    the payload agrees with the quantized PyTorch model op by op until the first float32
+    near-tie (a value within ~1e-6 of .5, where the float model's rounding is noise), which
+    changes one or two elements by 1 LSB; the prediction is the same on every input."""
+    from tests.lowering_helpers import op_by_op
+    from tests.zoo import ZOO
+
+    z = ZOO[name]
+    low = lower(z.model(), z.example_inputs(), calib=z.calibration_data(8), target="esp32s3")
+    assert len(low.payloads) == 1
+    assert low.cpu() == [], [(d.op, d.reason) for d in low.cpu()]
+    p = low.decoded()
+    assert p.target == Target.ESP32S3
+    assert [p.tensors[t].dtype for t in (*p.inputs, *p.outputs)] == [DType.FLOAT32, DType.FLOAT32]
+    inputs = [*z.test_inputs(4), *(low.grid_inputs(s) for s in range(4))]
+    for xs in inputs:
+        got = run_delegate(low.payloads[0], [x.numpy() for x in xs])[0]
+        want = low.converted(*xs).detach().numpy()
+        assert got.argmax() == want.argmax()
+        steps = op_by_op(low, xs)
+        assert steps, "every unit output is compared"
+        first = next((s for s in steps if s[2]), None)
+        assert first is None or (first[2] <= 2 and first[3] == 1), first
+
+
+def test_to_edge_then_to_backend_flow_also_sees_real_constants() -> None:
+    """Without to_edge_transform_and_lower the partitioner gets FakeTensor constants only;
+    it reads the real values through the fake tensors' memo."""
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU()).eval()
+    ex = (torch.randn(1, 3, 8, 8),)
+    q = quantize_module(m, ex)
+    part = EspNNPartitioner(target="generic")
+    edge = to_edge(torch.export.export(q, ex)).to_backend(part)
+    assert [d.delegated for d in part.decisions if d.op == "aten.convolution.default"] == [True]
+    payloads = pte.delegate_payloads(edge.to_executorch().buffer)
+    assert [o.opcode for o in decode(payloads[0]).ops] == [Opcode.QUANTIZE, Opcode.CONV2D, Opcode.DEQUANTIZE]

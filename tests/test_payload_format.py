@@ -11,7 +11,16 @@ import numpy as np
 import pytest
 
 from executorch_espnn.payload import (
-    ConstantPool, DType, Opcode, OpRec, Payload, PayloadError, Storage, TensorRec, decode, encode,
+    ConstantPool,
+    DType,
+    Opcode,
+    OpRec,
+    Payload,
+    PayloadError,
+    Storage,
+    TensorRec,
+    decode,
+    encode,
 )
 from executorch_espnn.payload import format as F
 
@@ -24,8 +33,8 @@ def _c_defines() -> dict[str, int]:
     for m in re.finditer(r"^#define (ESPNN_\w+) (.+?)\s*(?:/\*.*)?$", C_HEADER.read_text(), re.M):
         expr = m.group(2).replace("u", "").replace("L", "")
         try:
-            out[m.group(1)] = int(eval(expr, {}))  # noqa: S307 - our own header, integer literals
-        except Exception:  # noqa: BLE001 - non-integer macros are not compared
+            out[m.group(1)] = int(eval(expr, {}))
+        except Exception:
             continue
     return out
 

@@ -166,16 +166,16 @@ def decode(data: bytes | bytearray | memoryview, *, validate: bool = True) -> Pa
         want = OP_HEADER_SIZE + _align4(2 * (nin + 1)) + psize
         if rsize != want or pos + rsize > ops_end:
             raise PayloadError("record_size", f"{rsize}, expected {want} within the ops section", op=i)
-        ids = struct.unpack_from(f"<{nin + 1}H", buf, pos + OP_HEADER_SIZE)
+        op_ids = struct.unpack_from(f"<{nin + 1}H", buf, pos + OP_HEADER_SIZE)
         ins: list[int | None] = []
-        for s, tid in enumerate(ids[:nin]):
+        for s, tid in enumerate(op_ids[:nin]):
             if tid == NO_TENSOR:
                 ins.append(None)
             elif tid >= n_t:
                 raise PayloadError(f"inputs[{s}]", f"tensor id {tid} >= {n_t}", op=i)
             else:
                 ins.append(tid)
-        out_id = ids[nin]
+        out_id = op_ids[nin]
         if out_id >= n_t:
             raise PayloadError("output", f"tensor id {out_id} >= {n_t}", op=i)
         pvals = struct.unpack_from(f"<{len(spec.params)}i", buf, pos + want - psize)
