@@ -110,6 +110,10 @@ def write_selected_operators(pte: bytes, path: str | Path) -> Path:
                 gen_oplist(output_path=str(out), model_file_path=str(pte_path))
         except Exception as exc:
             raise LoweringError(f"writing {out} failed: {type(exc).__name__}: {exc}") from exc
+        # gen_oplist records the model's path as debug info: keep the file independent of
+        # the temporary directory so that the same program gives the same bytes
+        text = out.read_text(encoding="utf-8")
+        out.write_text(text.replace(str(pte_path), pte_path.name), encoding="utf-8")
     return out
 
 

@@ -255,3 +255,24 @@ def test_strict_build_fails_naming_operators(tmp_path: Path) -> None:
     code, _, err = _run(["build", str(model), "--out", str(tmp_path / "o"), "--strict"])
     assert code == 1 and err.startswith("error: ") and "aten.abs.default" in err
     assert not (tmp_path / "o").exists()
+
+
+def test_build_a_pt2_with_npz_calibration(tmp_path: Path) -> None:
+    import torch
+
+    from executorch_espnn.modelfile import load_model_file
+
+    src = load_model_file(_model(tmp_path))
+    assert isinstance(src.model, torch.nn.Module) and src.example_inputs is not None
+    pt2 = tmp_path / "net.pt2"
+    torch.export.save(torch.export.export(src.model, src.example_inputs), pt2)
+    npz = tmp_path / "calib.npz"
+    np.savez(npz, input0=np.random.default_rng(0).standard_normal((3, 1, 3, 8, 8)).astype(np.float32))
+    code, out, err = _run(["build", str(pt2), "--out", str(tmp_path / "o"), "--target", "esp32",
+                           "--calibration", str(npz)])
+    assert code == 0, err
+    assert "[1/4] export (already exported)" in out and "warning: not calibrated" not in out
+    report = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert report["target"] == "esp32" and report["calibrated"] is True
+    assert [p["target"] for p in report["partitions"]] == ["esp32"]
+    assert report["inputs"][0]["name"] == "x" and report["inputs"][0]["shape"] == [1, 3, 8, 8]

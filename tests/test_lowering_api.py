@@ -233,3 +233,23 @@ def test_zoo_models_lower_fully(name: str) -> None:
     print(f"\n{name}: arena {rep.arena_bytes} (peak {rep.partitions[0].arena_lower_bound}), "
           f"planned {rep.planned_bytes}, weights {rep.weights_bytes}, state {rep.state_bytes}, "
           f"fast-path MACs {100 * share:.1f}%, timings {lm.timings.as_dict()}")
+
+
+def test_selected_operators_yaml_is_deterministic(tmp_path: Path) -> None:
+    import yaml
+    from executorch.exir import to_edge_transform_and_lower
+
+    from executorch_espnn.lowering import write_selected_operators
+
+    class Net(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.abs(x) + 1
+
+    pte = bytes(to_edge_transform_and_lower(torch.export.export(Net(), (torch.randn(2, 3),))).to_executorch().buffer)
+    a = write_selected_operators(pte, tmp_path / "a" / "selected_operators.yaml")
+    b = write_selected_operators(pte, tmp_path / "b" / "selected_operators.yaml")
+    assert a.read_bytes() == b.read_bytes()
+    sel = yaml.safe_load(a.read_text())
+    assert set(sel["operators"]) >= {"aten::abs.out", "aten::add.out"}
+    assert sel["operators"]["aten::abs.out"]["debug_info"] == ["model.pte"]
+    assert sel["et_kernel_metadata"]["aten::abs.out"] == ["v1/6;0,1|6;0,1|6;0,1"]

@@ -12,13 +12,13 @@ Two checks:
   1 LSB on every element) and then overwritten with it, so every op is judged on the
   golden's inputs.  This covers every op the lowering emitted for the model, with the
   model's real memory plan.
-- **Free running**: the payload from the float input to the float output.  ESP-NN's
-  requantisation rounds twice (TFLite's SaturatingRoundingDoublingHighMul, then a rounding
-  shift), so on about 2^shift of the elements of a layer it lands one LSB away from the
-  exactly rounded value the golden computes; those LSBs feed the next layers.  The output
-  must agree in top-1 on every input (ties within one LSB accepted); at least 99% of the
-  output elements are within 1 LSB for the shallow model, while for the deep ones that
-  criterion is out of reach of ESP-NN's arithmetic and the measured figures are printed.
+- **Free running**: the payload from the float input to the float output.  Where ESP-NN's
+  arithmetic rounds twice (a requantisation that needs a right shift after
+  SaturatingRoundingDoublingHighMul, and ADD's rescaling), a few elements of a layer land
+  one LSB away from the exactly rounded value the golden computes, and those LSBs travel
+  through the following layers.  The output must agree in top-1 on every input (ties
+  within one LSB accepted) and, except for the 60-layer MobileNetV2 whose measured figures
+  are printed, have at least 99% of its elements within 1 LSB.
 """
 
 from __future__ import annotations
@@ -44,16 +44,16 @@ pytestmark = pytest.mark.slow
 class Expect:
     name: str
     classifier: bool
-    # free running, >= 99% of output elements within 1 LSB: met by shallow models; deep ones
-    # drift further through the double rounding described above (their figures are printed)
+    # free running, >= 99% of output elements within 1 LSB (MobileNetV2 drifts further
+    # through the double rounding described above; its figures are printed)
     within_1lsb_99: bool
 
 
 MODELS = [
     Expect("dense_autoencoder", False, True),
-    Expect("ds_cnn_kws", True, False),
-    Expect("resnet8", True, False),
-    Expect("mobilenet_v1_0.25_96_gray", True, False),
+    Expect("ds_cnn_kws", True, True),
+    Expect("resnet8", True, True),
+    Expect("mobilenet_v1_0.25_96_gray", True, True),
     Expect("mobilenet_v2_0.35_96", True, False),
 ]
 

@@ -285,11 +285,17 @@ def _settle_batch_norm(m: nn.Module, batches: list[tuple[torch.Tensor, ...]]) ->
             bn.bias.uniform_(-0.2, 0.2)
 
 
+def mobilenet_v2(width: float, size: int, seed: int = 100, num_classes: int = 1000) -> ZooModel:
+    """A MobileNetV2 entry for any width multiplier and (square) input size."""
+    return ZooModel(f"mobilenet_v2_{width}_{size}", lambda: MobileNetV2(width, num_classes),
+                    ((1, 3, size, size),), seed, large=width * size > 100)
+
+
 ZOO: dict[str, ZooModel] = {
     z.name: z
     for z in (
-        ZooModel("mobilenet_v2_0.35_96", lambda: MobileNetV2(0.35), ((1, 3, 96, 96),), 101),
-        ZooModel("mobilenet_v2_1.0_224", lambda: MobileNetV2(1.0), ((1, 3, 224, 224),), 102, large=True),
+        mobilenet_v2(0.35, 96, 101),
+        mobilenet_v2(1.0, 224, 102),
         ZooModel("mobilenet_v1_0.25_96_gray", lambda: MobileNetV1(0.25, 2, 1), ((1, 1, 96, 96),), 103),
         ZooModel("ds_cnn_kws", DSCNN, ((1, 1, 49, 10),), 104),
         ZooModel("resnet8", ResNet8, ((1, 3, 32, 32),), 105),
