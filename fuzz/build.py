@@ -35,8 +35,8 @@ LLVM_COV = "llvm-cov-14"
 PACKAGES = {
     CLANG: "clang-14 libclang-rt-14-dev libfuzzer-14-dev",
     "gcc": "gcc gcc-multilib",
-    LLVM_PROFDATA: "llvm-14 (comes with clang-14)",
-    LLVM_COV: "llvm-14 (comes with clang-14)",
+    LLVM_PROFDATA: "llvm-14",
+    LLVM_COV: "llvm-14",
 }
 WARNINGS = ("-std=c11", "-Wall", "-Wextra", "-Werror")
 SANITIZE = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all",
