@@ -1,0 +1,1 @@
+"""libFuzzer target, seed corpus and replay driver for the engine."""
