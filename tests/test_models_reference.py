@@ -12,13 +12,22 @@ Two checks:
   1 LSB on every element) and then overwritten with it, so every op is judged on the
   golden's inputs.  This covers every op the lowering emitted for the model, with the
   model's real memory plan.
-- **Free running**: the payload from the float input to the float output.  Where ESP-NN's
-  arithmetic rounds twice (a requantisation that needs a right shift after
-  SaturatingRoundingDoublingHighMul, and ADD's rescaling), a few elements of a layer land
-  one LSB away from the exactly rounded value the golden computes, and those LSBs travel
-  through the following layers.  The output must agree in top-1 on every input (ties
-  within one LSB accepted) and, except for the 60-layer MobileNetV2 whose measured figures
-  are printed, have at least 99% of its elements within 1 LSB.
+- **Free running**: the payload from the float input to the float output, against the same
+  quantized program evaluated exactly (``tests/exact_quant.py``: float64 math, exact
+  quantize/dequantize).  Torch's float32 evaluation of that program is itself unstable on
+  deep networks (float32 round-off near rounding boundaries, amplified layer after layer;
+  see exact_quant's docstring), so it is the reference only for top-1, and its agreement is
+  printed.  Against the exact program every model must agree in top-1 on every input (ties
+  within one LSB accepted) and have at least 99% of its output elements within 1 LSB, except
+  MobileNetV2 (below).
+
+MobileNetV2-0.35 (random weights, 60 layers) reaches about 93% free running.  Traced element
+by element, each divergence starts at a single output of one layer whose exact value sits a
+few millionths of an LSB from a rounding boundary (e.g. -2.4999927): ESP-NN's fixed-point
+requantisation (31-bit multiplier; for multipliers below 2^-11 a second rounding in the right
+shift) lands on the other side, and the random network amplifies that one LSB through the
+following layers.  The engine must stay bit-exact with ESP-NN, so this is the floor for int8
+arithmetic on this network; the test holds it at 90% and the figures are printed.
 """
 
 from __future__ import annotations
@@ -35,6 +44,7 @@ from executorch_espnn.payload import DType, Opcode, Payload, decode
 from executorch_espnn.payload.format import TENSOR_FLAG_NHWC
 from executorch_espnn.pte import delegate_payloads
 from executorch_espnn.reference import Executor, run_delegate
+from tests.exact_quant import lsb_distance, run_exact
 from tests.zoo import ZOO
 
 pytestmark = pytest.mark.slow
@@ -44,17 +54,15 @@ pytestmark = pytest.mark.slow
 class Expect:
     name: str
     classifier: bool
-    # free running, >= 99% of output elements within 1 LSB (MobileNetV2 drifts further
-    # through the double rounding described above; its figures are printed)
-    within_1lsb_99: bool
+    min_within_1lsb: float = 0.99  # share of output elements within 1 LSB of the exact program
 
 
 MODELS = [
-    Expect("dense_autoencoder", False, True),
-    Expect("ds_cnn_kws", True, True),
-    Expect("resnet8", True, True),
-    Expect("mobilenet_v1_0.25_96_gray", True, True),
-    Expect("mobilenet_v2_0.35_96", True, False),
+    Expect("dense_autoencoder", False),
+    Expect("ds_cnn_kws", True),
+    Expect("resnet8", True),
+    Expect("mobilenet_v1_0.25_96_gray", True),
+    Expect("mobilenet_v2_0.35_96", True, 0.90),  # see the module docstring
 ]
 
 
@@ -129,25 +137,27 @@ def test_reference_matches_pytorch_quantized(exp: Expect) -> None:
     assert checked >= len([o for o in p.ops if o.opcode != Opcode.DEQUANTIZE]) // 2
 
     # free running, whole model
-    within = total = 0
+    within = within_f32 = total = 0
     worst_lsb = 0.0
     for (xb,) in inputs:
         with torch.no_grad():
-            want = golden_model(xb).numpy().astype(np.float64)
+            want_f32 = golden_model(xb).numpy()
+        want = run_exact(golden_model, [xb])[0]
         got_f = run_delegate(payload, [xb.numpy()])[0]
         assert got_f.shape == want.shape and got_f.dtype == np.float32
-        diff = np.abs(got_f.astype(np.float64) - want) / lsb
-        within += int((diff <= 1.0 + 1e-3).sum())
+        diff = lsb_distance(got_f, want, lsb)
+        within += int((diff <= 1).sum())
+        within_f32 += int((lsb_distance(got_f, want_f32, lsb) <= 1).sum())
         total += diff.size
-        dev = float(diff.max())
-        worst_lsb = max(worst_lsb, dev)
+        worst_lsb = max(worst_lsb, float(diff.max()))
         if exp.classifier:
             # the same top-1: the reference's winner is the golden's, or ties with it to
             # within one output LSB (int8 outputs tie exactly more often than floats do)
             top = int(got_f.argmax())
-            assert want.flat[top] >= want.max() - (1 + 1e-3) * lsb, (exp.name, top, got_f, want)
+            for w in (want, want_f32):
+                assert w.flat[top] >= w.max() - (1 + 1e-3) * lsb, (exp.name, top, got_f, w)
     share = within / total
     print(f"\n{exp.name}: {checked} ops within 1 LSB in place; free running {100 * share:.2f}% "
-          f"of outputs within 1 LSB, worst {worst_lsb:.1f} LSB")
-    if exp.within_1lsb_99:
-        assert share >= 0.99
+          f"of outputs within 1 LSB of the exact program (worst {worst_lsb:.0f} LSB), "
+          f"{100 * within_f32 / total:.2f}% of torch's float32 evaluation")
+    assert share >= exp.min_within_1lsb
