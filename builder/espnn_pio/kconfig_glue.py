@@ -17,6 +17,10 @@ from pathlib import Path
 from typing import Any
 
 PREFIX = "CONFIG_ESPNN_ET_"
+PSRAM_HINT = (
+    "on an ESP board with PSRAM add `build_flags = -DBOARD_HAS_PSRAM` to the env; "
+    "the host board has none"
+)
 
 
 class KconfigGlueError(Exception):
@@ -51,8 +55,9 @@ class KconfigSetup:
         return []
 
     def overrides(self) -> dict[str, bool]:
-        # A board that declares PSRAM turns SPIRAM on; otherwise the user's choice stands.
-        return {"SPIRAM": True} if self.has_psram else {}
+        # SPIRAM is the board's fact, as ESP-IDF's own sdkconfig.h is for Arduino-ESP32: on
+        # when the board declares PSRAM (BOARD_HAS_PSRAM), off otherwise (the host has none).
+        return {"SPIRAM": self.has_psram}
 
     def values(self) -> dict[str, Any]:
         if self._values is None:
@@ -62,7 +67,12 @@ class KconfigSetup:
                     kconfig.resolve(self.component_kconfig, self.config_files(), self.overrides())
                 )
             except Exception as exc:  # KconfigError: already one line naming file and fix
-                raise KconfigGlueError(str(exc)) from exc
+                message = str(exc)
+                if not self.has_psram and "CONFIG_SPIRAM" in message:
+                    message += (
+                        f" (this board declares no PSRAM; {PSRAM_HINT})"
+                    )
+                raise KconfigGlueError(message) from exc
         return self._values
 
     def write_header(self) -> Path:
@@ -126,7 +136,11 @@ def run_menuconfig(setup: KconfigSetup, python: str) -> int:
     import kconfiglib
 
     kconfig = _kconfig_module()
-    wrapper = Path(kconfig.standalone_kconfig(setup.component_kconfig, setup.out_dir))
+    wrapper = Path(
+        kconfig.standalone_kconfig(
+            setup.component_kconfig, setup.out_dir, spiram_default=setup.has_psram
+        )
+    )
     if not setup.sdkconfig.is_file():  # start from sdkconfig.defaults, as ESP-IDF does
         kconf = kconfiglib.Kconfig(str(wrapper), warn_to_stderr=False)
         kconf.warn_assign_undef = False
