@@ -60,13 +60,24 @@ def seed_core(core: Path) -> None:
     )
 
 
-def pio(core: Path, project: Path, *args: str, timeout: int = 600) -> PioResult:
+def pio(core: Path, project: Path, *args: str, timeout: int = 600,
+        workspace: Path | None = None) -> PioResult:
+    """`pio ARGS` in `project` (its working directory, as a user runs it), killed after
+    `timeout` seconds.  `workspace` moves the project's .pio folder (PLATFORMIO_WORKSPACE_DIR),
+    so an example can be built in place without writing into the checkout."""
     cmd = ["timeout", "--kill-after=10", str(timeout), str(PIO), *args]
+    env = pio_env(core)
+    if workspace is not None:
+        env["PLATFORMIO_WORKSPACE_DIR"] = str(workspace)
     proc = subprocess.run(
-        cmd, cwd=project, env=pio_env(core), capture_output=True, text=True, errors="replace",
+        cmd, cwd=project, env=env, capture_output=True, text=True, errors="replace",
         stdin=subprocess.DEVNULL,
     )
     return PioResult(list(args), proc.returncode, proc.stdout, proc.stderr)
+
+
+def example_dir(name: str) -> Path:
+    return ROOT / "examples" / name
 
 
 def platform_spec() -> str:

@@ -67,7 +67,10 @@ class RuntimeBuild:
             h.update(path.relative_to(self.component).as_posix().encode() + b"\0")
             h.update(hashlib.sha256(path.read_bytes()).digest())
         if self.config_header is not None:
-            h.update(self.config_header.read_bytes())
+            # the macros only: the header's comment names the project's sdkconfig files, and
+            # two projects with the same configuration share one library
+            lines = self.config_header.read_text(encoding="utf8").splitlines()
+            h.update("\n".join(ln for ln in lines if ln.startswith("#define")).encode())
         for part in (self.cc, self.cxx, str(self.executorch_dir), _et_version(self.executorch_dir)):
             h.update(part.encode() + b"\0")
         return h.hexdigest()[:20]
