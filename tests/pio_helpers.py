@@ -142,7 +142,8 @@ record = {
     "board": env.subst("$BOARD"),
     "mcu": env.BoardConfig().get("build.mcu"),
     "frameworks": env.get("PIOFRAMEWORK", []),
-    "packages": sorted(p.metadata.name for p in env.PioPlatform().get_installed_packages(with_optional=False)),
+    "packages": sorted("%s@%s" % (p.metadata.name, p.metadata.version)
+                       for p in env.PioPlatform().get_installed_packages(with_optional=False)),
 }
 env.Replace(ESPNN_STANDIN_RECORD=record)
 if env.get("PIOFRAMEWORK"):
@@ -155,6 +156,7 @@ def _write(target, source, env):
         cppdefines=[str(d) if not isinstance(d, tuple) else "%s=%s" % d for d in env.get("CPPDEFINES", [])],
         cmake_extra_args=env.BoardConfig().get("build.cmake_extra_args", ""),
         libs=[str(x) for x in env.get("ESPNN_STANDIN_LIBS", [])],
+        buildfiles=sorted(env.subst(str(getattr(n, "abspath", n))) for n in env.Flatten(env.get("PIOBUILDFILES", []))),
         executorch_dir=env.get("ESPNN_MODEL_DIR", ""),
     )
     with open(str(target[0]), "w") as fp:
