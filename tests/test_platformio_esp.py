@@ -183,6 +183,26 @@ def check_idf_wrapper(wrapper: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("placement", ["AUTO", "INTERNAL"])
+def test_model_beyond_internal_ram(core_with_base: Path, plain_pte: Path, tmp_path: Path,
+                                   placement: str) -> None:
+    """A model needing more than the internal RAM the policy allows: a warning with automatic
+    placement (PSRAM at run time), one error line with internal-only placement."""
+    proj = _esp_project(tmp_path / "p", plain_pte)
+    (proj / "sdkconfig.defaults").write_text(
+        f"CONFIG_ESPNN_ET_PLANNED_IN_{placement}=y\nCONFIG_ESPNN_ET_INTERNAL_RAM_CAP=64\n")
+    r = h.pio(core_with_base, proj, "run", "-e", "esp32dev", timeout=300)
+    assert "does NOT fit in 64 B internal RAM (CONFIG_ESPNN_ET_INTERNAL_RAM_CAP" in r.output, r.output[-3000:]
+    if placement == "AUTO":
+        r.check()
+        assert "Warning: the model needs" in r.output and "it will need PSRAM at run time" in r.output
+    else:
+        assert r.returncode != 0
+        (error,) = r.error_lines()
+        assert "CONFIG_ESPNN_ET_PLANNED_IN_INTERNAL" in error and "pio run -t menuconfig" in error
+
+
+@pytest.mark.slow
 def test_esp_board_without_base_says_how_to_install(tmp_path: Path, plain_pte: Path) -> None:
     core = tmp_path / "core"
     h.seed_core(core)
