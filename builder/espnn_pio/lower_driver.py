@@ -133,7 +133,10 @@ def measure_pools(pte: bytes, method: str) -> dict[str, int]:
             f"measuring the model's memory needs the executorch_espnn package ({exc}); install "
             f'it with: "{sys.executable}" -m pip install executorch-espnn'
         ) from exc
-    progress("measuring the memory pools (the program loaded once on this computer) ...")
+    progress(
+        "measuring the memory pools (the program loaded once on this computer; the first time "
+        "builds executorch_espnn's host library, about a minute) ..."
+    )
     try:
         sizes: dict[str, int] = host.measure(pte, method=method).header_sizes()
     except EspNNError as exc:
