@@ -4,10 +4,10 @@ host memory policy) linked with the ExecuTorch runtime and kernels of the execut
 
 The component is compiled by its own CMake project (espnn_component/cmake/host.cmake, target
 `espnn_model`), so its source lists have one home.  The static library is cached per content
-key (component sources, the env's espnn_sdkconfig.h, compiler, ExecuTorch), under
-$ESPNN_CACHE_DIR/host-runtime/ when that is set, else
-$PLATFORMIO_CORE_DIR/.cache/executorch-espnn/host-runtime/, and shared by every project with the
-same configuration: a second project or a no-op build costs a few file hashes, not a compile.
+key (component sources, the env's CONFIG_ESPNN_ET_* macros, compiler, ExecuTorch), under
+$ESPNN_CACHE_DIR/host-runtime/ (default ~/.cache/executorch-espnn/host-runtime/, next to
+executorch_espnn.host's library), and shared by every project with the same configuration: a
+second project or a no-op build costs a few file hashes, not a compile.
 """
 
 from __future__ import annotations
@@ -186,7 +186,7 @@ def _link_runtime(env: Any, root: Path) -> None:
     rb = RuntimeBuild(
         component=root / "espnn_component",
         config_header=header if header is not None and header.is_file() else None,
-        cache_root=cache_root(env),
+        cache_root=cache_root(),
         executorch_dir=et,
         cc=shutil.which("gcc") or "cc",
         cxx=shutil.which("g++") or "c++",
@@ -215,11 +215,12 @@ def pal_symbols(component: Path) -> list[str]:
     return m.group(1).split()
 
 
-def cache_root(env: Any) -> Path:
-    """Where runtime libraries are kept: $ESPNN_CACHE_DIR (shared with executorch_espnn.host)
-    when set, else PlatformIO's core folder."""
+def cache_root() -> Path:
+    """Where runtime libraries are kept: next to executorch_espnn.host's library, in
+    $ESPNN_CACHE_DIR or ~/.cache/executorch-espnn (host.cache_dir(), not imported here: it
+    pulls in numpy, and a no-op build should not)."""
     shared = os.environ.get("ESPNN_CACHE_DIR")
-    base = Path(shared) if shared else Path(env.subst("$PROJECT_CORE_DIR")) / ".cache" / "executorch-espnn"
+    base = Path(shared) if shared else Path.home() / ".cache" / "executorch-espnn"
     return base / "host-runtime"
 
 
