@@ -183,6 +183,20 @@ def check_idf_wrapper(wrapper: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(("env", "mcu"), [("esp32dev", "esp32"), ("esp32-s3-devkitc-1", "esp32s3")])
+def test_example_esp_envs(core_with_base: Path, tmp_path: Path, env: str, mcu: str) -> None:
+    """An example's ESP envs, from its folder: the model lowered for the board's chip, the RAM
+    check against the board, and the hand-off to the base."""
+    r = h.pio(core_with_base, h.example_dir("hello_world"), "run", "-e", env, timeout=600,
+              workspace=tmp_path / "ws").check()
+    assert f"executorch: lowering mlp.py for {mcu} (strict: no)" in r.output
+    assert "fits in 320.0 KiB internal RAM" in r.output
+    rec = json.loads((tmp_path / "ws" / "build" / env / "handoff.json").read_text())
+    assert rec["mcu"] == mcu and rec["frameworks"] == ["arduino"]
+    assert f"toolchain-xtensa-{mcu}@8.4.0" in rec["packages"]
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("placement", ["AUTO", "INTERNAL"])
 def test_model_beyond_internal_ram(core_with_base: Path, plain_pte: Path, tmp_path: Path,
                                    placement: str) -> None:
