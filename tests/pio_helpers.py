@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -92,16 +91,6 @@ def write_project(project: Path, ini: str, files: dict[str, str]) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text).lstrip(), encoding="utf8")
     return project
-
-
-def copy_example(name: str, dest: Path) -> Path:
-    src = ROOT / "examples" / name
-    shutil.copytree(src, dest, ignore=shutil.ignore_patterns(".pio", "sdkconfig.*[!s]"))
-    ini = dest / "platformio.ini"
-    # examples name the platform relative to the checkout; a copy points at it absolutely
-    ini.write_text(ini.read_text(encoding="utf8").replace("symlink://../..", platform_spec()),
-                   encoding="utf8")
-    return dest
 
 
 # --- a stand-in espressif32 platform ---------------------------------------------------------
