@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -60,13 +59,24 @@ def seed_core(core: Path) -> None:
     )
 
 
-def pio(core: Path, project: Path, *args: str, timeout: int = 600) -> PioResult:
+def pio(core: Path, project: Path, *args: str, timeout: int = 600,
+        workspace: Path | None = None) -> PioResult:
+    """`pio ARGS` in `project` (its working directory, as a user runs it), killed after
+    `timeout` seconds.  `workspace` moves the project's .pio folder (PLATFORMIO_WORKSPACE_DIR),
+    so an example can be built in place without writing into the checkout."""
     cmd = ["timeout", "--kill-after=10", str(timeout), str(PIO), *args]
+    env = pio_env(core)
+    if workspace is not None:
+        env["PLATFORMIO_WORKSPACE_DIR"] = str(workspace)
     proc = subprocess.run(
-        cmd, cwd=project, env=pio_env(core), capture_output=True, text=True, errors="replace",
+        cmd, cwd=project, env=env, capture_output=True, text=True, errors="replace",
         stdin=subprocess.DEVNULL,
     )
     return PioResult(list(args), proc.returncode, proc.stdout, proc.stderr)
+
+
+def example_dir(name: str) -> Path:
+    return ROOT / "examples" / name
 
 
 def platform_spec() -> str:
@@ -81,16 +91,6 @@ def write_project(project: Path, ini: str, files: dict[str, str]) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text).lstrip(), encoding="utf8")
     return project
-
-
-def copy_example(name: str, dest: Path) -> Path:
-    src = ROOT / "examples" / name
-    shutil.copytree(src, dest, ignore=shutil.ignore_patterns(".pio", "sdkconfig.*[!s]"))
-    ini = dest / "platformio.ini"
-    # examples name the platform relative to the checkout; a copy points at it absolutely
-    ini.write_text(ini.read_text(encoding="utf8").replace("symlink://../..", platform_spec()),
-                   encoding="utf8")
-    return dest
 
 
 # --- a stand-in espressif32 platform ---------------------------------------------------------
@@ -131,7 +131,8 @@ record = {
     "board": env.subst("$BOARD"),
     "mcu": env.BoardConfig().get("build.mcu"),
     "frameworks": env.get("PIOFRAMEWORK", []),
-    "packages": sorted(p.metadata.name for p in env.PioPlatform().get_installed_packages(with_optional=False)),
+    "packages": sorted("%s@%s" % (p.metadata.name, p.metadata.version)
+                       for p in env.PioPlatform().get_installed_packages(with_optional=False)),
 }
 env.Replace(ESPNN_STANDIN_RECORD=record)
 if env.get("PIOFRAMEWORK"):
@@ -144,6 +145,7 @@ def _write(target, source, env):
         cppdefines=[str(d) if not isinstance(d, tuple) else "%s=%s" % d for d in env.get("CPPDEFINES", [])],
         cmake_extra_args=env.BoardConfig().get("build.cmake_extra_args", ""),
         libs=[str(x) for x in env.get("ESPNN_STANDIN_LIBS", [])],
+        buildfiles=sorted(env.subst(str(getattr(n, "abspath", n))) for n in env.Flatten(env.get("PIOBUILDFILES", []))),
         executorch_dir=env.get("ESPNN_MODEL_DIR", ""),
     )
     with open(str(target[0]), "w") as fp:

@@ -4,9 +4,10 @@ host memory policy) linked with the ExecuTorch runtime and kernels of the execut
 
 The component is compiled by its own CMake project (espnn_component/cmake/host.cmake, target
 `espnn_model`), so its source lists have one home.  The static library is cached per content
-key (component sources, the env's espnn_sdkconfig.h, compiler, ExecuTorch), under
-$PLATFORMIO_CORE_DIR/.cache/executorch-espnn/, and shared by every project with the same
-configuration: a second project or a no-op build costs a few file hashes, not a compile.
+key (component sources, the env's CONFIG_ESPNN_ET_* macros, compiler, ExecuTorch), under
+$ESPNN_CACHE_DIR/host-runtime/ (default ~/.cache/executorch-espnn/host-runtime/, next to
+executorch_espnn.host's library), and shared by every project with the same configuration: a
+second project or a no-op build costs a few file hashes, not a compile.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -65,7 +67,10 @@ class RuntimeBuild:
             h.update(path.relative_to(self.component).as_posix().encode() + b"\0")
             h.update(hashlib.sha256(path.read_bytes()).digest())
         if self.config_header is not None:
-            h.update(self.config_header.read_bytes())
+            # the macros only: the header's comment names the project's sdkconfig files, and
+            # two projects with the same configuration share one library
+            lines = self.config_header.read_text(encoding="utf8").splitlines()
+            h.update("\n".join(ln for ln in lines if ln.startswith("#define")).encode())
         for part in (self.cc, self.cxx, str(self.executorch_dir), _et_version(self.executorch_dir)):
             h.update(part.encode() + b"\0")
         return h.hexdigest()[:20]
@@ -181,7 +186,7 @@ def _link_runtime(env: Any, root: Path) -> None:
     rb = RuntimeBuild(
         component=root / "espnn_component",
         config_header=header if header is not None and header.is_file() else None,
-        cache_root=Path(env.subst("$PROJECT_CORE_DIR")) / ".cache" / "executorch-espnn" / "host-runtime",
+        cache_root=cache_root(),
         executorch_dir=et,
         cc=shutil.which("gcc") or "cc",
         cxx=shutil.which("g++") or "c++",
@@ -192,10 +197,31 @@ def _link_runtime(env: Any, root: Path) -> None:
         LIBPATH=[str(libdir)],
         # the kernel libraries register operators from static constructors: keep them even
         # though nothing references a symbol in them
-        LINKFLAGS=["-Wl,--no-as-needed", f"-Wl,-rpath,{libdir}", "-pthread"],
+        LINKFLAGS=["-Wl,--no-as-needed", f"-Wl,-rpath,{libdir}", "-pthread"]
+        # the host PAL is an archive member nothing references; libexecutorch.so only has
+        # weak defaults, so -u is what makes ours (stderr logging, the memory policy) win
+        + [f"-Wl,-u,{sym}" for sym in pal_symbols(root / "espnn_component")],
     )
     env.Prepend(LIBS=[env.File(str(lib))])
     env.Append(LIBS=[*_ET_LIBS, "m", "dl"])
+
+
+def pal_symbols(component: Path) -> list[str]:
+    """ESPNN_PAL_SYMBOLS of pal/sources.cmake, the one list of the PAL's functions."""
+    text = (component / "pal" / "sources.cmake").read_text(encoding="utf8")
+    m = re.search(r"set\(ESPNN_PAL_SYMBOLS\s+([^)]*)\)", text)
+    if m is None:
+        raise HostBuildFailure(f"{component / 'pal' / 'sources.cmake'} defines no ESPNN_PAL_SYMBOLS")
+    return m.group(1).split()
+
+
+def cache_root() -> Path:
+    """Where runtime libraries are kept: next to executorch_espnn.host's library, in
+    $ESPNN_CACHE_DIR or ~/.cache/executorch-espnn (host.cache_dir(), not imported here: it
+    pulls in numpy, and a no-op build should not)."""
+    shared = os.environ.get("ESPNN_CACHE_DIR")
+    base = Path(shared) if shared else Path.home() / ".cache" / "executorch-espnn"
+    return base / "host-runtime"
 
 
 def configure(env: Any) -> None:

@@ -9,6 +9,9 @@ as $BUILD_DIR/executorch/config/espnn_sdkconfig.h, which espnn_config.h includes
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -17,6 +20,10 @@ from pathlib import Path
 from typing import Any
 
 PREFIX = "CONFIG_ESPNN_ET_"
+PSRAM_HINT = (
+    "on an ESP board with PSRAM add `build_flags = -DBOARD_HAS_PSRAM` to the env; "
+    "the host board has none"
+)
 
 
 class KconfigGlueError(Exception):
@@ -32,6 +39,16 @@ def _kconfig_module() -> Any:
             f'"{sys.executable}" -m pip install executorch-espnn'
         ) from exc
     return kconfig
+
+
+def _resolver_files() -> list[Path]:
+    """executorch_espnn/kconfig.py and its templates, found without importing them."""
+    spec = importlib.util.find_spec("executorch_espnn")
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    pkg = Path(next(iter(spec.submodule_search_locations)))
+    templates = pkg.parent / "templates" / "kconfig"
+    return [pkg / "kconfig.py", *sorted(templates.glob("*.j2"))]
 
 
 @dataclass
@@ -51,10 +68,43 @@ class KconfigSetup:
         return []
 
     def overrides(self) -> dict[str, bool]:
-        # A board that declares PSRAM turns SPIRAM on; otherwise the user's choice stands.
-        return {"SPIRAM": True} if self.has_psram else {}
+        # SPIRAM is the board's fact, as ESP-IDF's own sdkconfig.h is for Arduino-ESP32: on
+        # when the board declares PSRAM (BOARD_HAS_PSRAM), off otherwise (the host has none).
+        return {"SPIRAM": self.has_psram}
+
+    def _inputs_key(self) -> str:
+        """Hash of everything the resolution and the header depend on, so that a no-op build
+        neither imports kconfiglib and jinja2 nor parses the Kconfig."""
+        h = hashlib.sha256()
+        inputs = [self.component_kconfig, *_resolver_files(), *self.config_files()]
+        for path in inputs:
+            h.update(str(path).encode() + b"\0")
+            h.update(path.read_bytes() if path.is_file() else b"<missing>")
+            h.update(b"\0")
+        h.update(json.dumps(self.overrides(), sort_keys=True).encode())
+        return h.hexdigest()
+
+    @property
+    def header(self) -> Path:
+        return self.out_dir / "espnn_sdkconfig.h"
+
+    @property
+    def _stamp(self) -> Path:
+        return self.out_dir / "espnn_kconfig.json"
+
+    def _cached(self) -> dict[str, Any] | None:
+        try:
+            data = json.loads(self._stamp.read_text(encoding="utf8"))
+        except (OSError, ValueError):
+            return None
+        if data.get("key") != self._inputs_key() or not self.header.is_file():
+            return None
+        values: dict[str, Any] = data["values"]
+        return values
 
     def values(self) -> dict[str, Any]:
+        if self._values is None:
+            self._values = self._cached()
         if self._values is None:
             kconfig = _kconfig_module()
             try:
@@ -62,19 +112,27 @@ class KconfigSetup:
                     kconfig.resolve(self.component_kconfig, self.config_files(), self.overrides())
                 )
             except Exception as exc:  # KconfigError: already one line naming file and fix
-                raise KconfigGlueError(str(exc)) from exc
+                message = str(exc)
+                if not self.has_psram and "CONFIG_SPIRAM" in message:
+                    message += f" (this board declares no PSRAM; {PSRAM_HINT})"
+                raise KconfigGlueError(message) from exc
         return self._values
 
     def write_header(self) -> Path:
+        """espnn_sdkconfig.h for this env; rendered only when its inputs changed."""
+        if self._cached() is not None:
+            self._values = self._cached()
+            return self.header
+        values = self.values()
         kconfig = _kconfig_module()
-        return Path(
-            kconfig.render_header(
-                self.values(),
-                self.out_dir / "espnn_sdkconfig.h",
-                kconfig=self.component_kconfig,
-                sources=self.config_files(),
-            )
+        kconfig.render_header(
+            values, self.header, kconfig=self.component_kconfig, sources=self.config_files()
         )
+        self._stamp.write_text(
+            json.dumps({"key": self._inputs_key(), "values": values}, sort_keys=True),
+            encoding="utf8",
+        )
+        return self.header
 
     def placement(self) -> str:
         v = self.values()
@@ -126,7 +184,11 @@ def run_menuconfig(setup: KconfigSetup, python: str) -> int:
     import kconfiglib
 
     kconfig = _kconfig_module()
-    wrapper = Path(kconfig.standalone_kconfig(setup.component_kconfig, setup.out_dir))
+    wrapper = Path(
+        kconfig.standalone_kconfig(
+            setup.component_kconfig, setup.out_dir, spiram_default=setup.has_psram
+        )
+    )
     if not setup.sdkconfig.is_file():  # start from sdkconfig.defaults, as ESP-IDF does
         kconf = kconfiglib.Kconfig(str(wrapper), warn_to_stderr=False)
         kconf.warn_assign_undef = False

@@ -119,7 +119,30 @@ def describe(out: Path) -> dict[str, Any]:
     report: dict[str, Any] = (
         json.loads(report_path.read_text(encoding="utf8")) if report_path.is_file() else {}
     )
-    return render.model_info(meta, report, versions())
+    return render.model_info(meta, report, versions(), measure_pools(pte, meta.method))
+
+
+def measure_pools(pte: bytes, method: str) -> dict[str, int]:
+    """The header's exact pool sizes: the program loaded once in EspnnModel's own memory
+    mode on this computer (executorch_espnn.host.measure), so begin() never guesses."""
+    try:
+        from executorch_espnn import host
+        from executorch_espnn.errors import EspNNError
+    except ImportError as exc:
+        raise StepFailure(
+            f"measuring the model's memory needs the executorch_espnn package ({exc}); install "
+            f'it with: "{sys.executable}" -m pip install executorch-espnn'
+        ) from exc
+    progress(
+        "measuring the memory pools (the program loaded once on this computer; the first time "
+        "builds executorch_espnn's host library, about a minute) ..."
+    )
+    try:
+        sizes: dict[str, int] = host.measure(pte, method=method).header_sizes()
+    except EspNNError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise StepFailure(f"measuring the model's memory pools failed: {first}") from exc
+    return sizes
 
 
 def main(argv: list[str] | None = None) -> int:

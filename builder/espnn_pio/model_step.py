@@ -27,7 +27,8 @@ from .options import MODEL, ModelOptions
 
 HERE = Path(__file__).resolve().parent
 DRIVER = HERE / "lower_driver.py"
-STEP_FILES = (DRIVER, HERE / "pte_meta.py", HERE / "render.py")
+# what the lowering subprocess runs: a change to these relowers (the rest of the builder does not)
+STEP_FILES = (DRIVER, HERE / "pte_meta.py", HERE / "render.py", HERE / "checkout.py")
 OUT_SUBDIR = "executorch"
 
 
@@ -130,7 +131,7 @@ def cache_key(opts: ModelOptions, platform_dir: Path) -> dict[str, Any]:
             "torch": _module_version("torch"),
             "torchao": _module_version("torchao"),
         },
-        "step": _tree_hash(HERE, ["*.py"]),
+        "step": {f.name: _sha256_file(f) for f in STEP_FILES},
         "templates": {n: _sha256_file(templates / t) for n, t in render.OUTPUTS.items()},
     }
 

@@ -20,6 +20,16 @@ OUTPUTS = {
 }
 
 
+# The espnn_pte_desc_t byte counts EspnnModel sizes its pools with.
+POOL_FIELDS = (
+    "arena_bytes",
+    "state_bytes",
+    "planned_bytes",
+    "method_allocator_bytes",
+    "temp_allocator_bytes",
+)
+
+
 def _int(d: dict[str, Any], *keys: str) -> int:
     for k in keys:
         v = d.get(k)
@@ -39,7 +49,10 @@ def _ops(report: dict[str, Any], key: str) -> list[dict[str, Any]]:
     return [o for o in ops if isinstance(o, dict)] if isinstance(ops, list) else []
 
 
-def model_info(meta: Any, report: dict[str, Any], versions: dict[str, str]) -> dict[str, Any]:
+def model_info(
+    meta: Any, report: dict[str, Any], versions: dict[str, str], measured: dict[str, int]
+) -> dict[str, Any]:
+    """`measured`: executorch_espnn.host.measure(pte).header_sizes(), the exact pool sizes."""
     pte = meta.to_dict()
     mem = report.get("memory") if isinstance(report.get("memory"), dict) else report
     assert isinstance(mem, dict)
@@ -57,14 +70,10 @@ def model_info(meta: Any, report: dict[str, Any], versions: dict[str, str]) -> d
                 tensor["zero_point"] = int(info.get("zero_point", 0))
     delegated = _ops(report, "delegated_ops")
     cpu = _ops(report, "cpu_ops")
-    sizes = {
-        "arena_bytes": _int(mem, "arena_bytes"),
-        "state_bytes": _int(mem, "state_bytes"),
-        "weights_bytes": _int(mem, "weights_bytes"),
-        "planned_bytes": pte["planned_bytes"],
-        "method_allocator_bytes": _int(mem, "method_allocator_bytes"),
-        "temp_allocator_bytes": _int(mem, "temp_allocator_bytes"),
-    }
+    # Pools from the measurement (what EspnnModel allocates), weights from the lowering
+    # report (they stay in the .pte, in flash).
+    sizes = {name: int(measured[name]) for name in POOL_FIELDS}
+    sizes["weights_bytes"] = _int(mem, "weights_bytes")
     return {
         "pte": pte,
         "sizes": sizes,

@@ -52,13 +52,21 @@ def summary_lines(info: dict[str, Any], budget: RamBudget | None) -> list[str]:
     lines.append(
         f"  memory: arena {_kib(s['arena_bytes'])}, planned {_kib(s['planned_bytes'])}, "
         f"state {_kib(s['state_bytes'])}, method allocator {_kib(s['method_allocator_bytes'])}, "
+        f"temp {_kib(s['temp_allocator_bytes'])}, "
         f"weights {_kib(s['weights_bytes'])} (in flash, used in place)"
     )
-    if budget is not None and budget.available:
+    if budget is None:
+        lines.append(f"  RAM: {_kib(ram_needed(info))} needed (host board: no internal RAM limit)")
+    elif budget.available:
         verdict = "fits" if budget.fits else "does NOT fit"
         lines.append(
             f"  RAM: {_kib(budget.needed)} needed, {verdict} in {_kib(budget.available)} "
             f"internal RAM ({budget.source}; placement policy: {budget.policy})"
+        )
+    else:
+        lines.append(
+            f"  RAM: {_kib(budget.needed)} needed ({budget.source} does not say how much "
+            "internal RAM the board has)"
         )
     for w in info.get("warnings", [])[:4]:
         lines.append(f"  warning: {w}")
@@ -75,8 +83,9 @@ def fit_problem(budget: RamBudget) -> tuple[str, bool] | None:
     )
     if budget.policy == "internal":
         return (
-            msg + "; with CONFIG_ESPNN_ET_PLACEMENT_INTERNAL it cannot run: choose automatic or "
-            "PSRAM placement in `pio run -t menuconfig` (on a board with PSRAM) or a smaller model",
+            msg + "; with the internal-RAM-only placement (CONFIG_ESPNN_ET_ARENA_IN_INTERNAL or "
+            "CONFIG_ESPNN_ET_PLANNED_IN_INTERNAL) it cannot run: choose the automatic or PSRAM "
+            "placement in `pio run -t menuconfig` (on a board with PSRAM) or a smaller model",
             True,
         )
     return (msg + "; it will need PSRAM at run time (placement policy: " + budget.policy + ")", False)

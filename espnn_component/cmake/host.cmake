@@ -114,14 +114,28 @@ if(ESPNN_HAVE_MEMORY_POLICY)
   espnn_add_adapter(espnn_adapter_policy MEMORY_POLICY
     SOURCES "${ESPNN_ROOT}/runtime/espnn_model.cpp")
 
+  # The host PAL (pal/sources.cmake) belongs to executables only: the Python library must
+  # leave logging to the Python runtime's own PAL.
+  include("${ESPNN_ROOT}/pal/sources.cmake")
+  add_library(espnn_pal_host_objects OBJECT ${ESPNN_PAL_HOST_SOURCES})
+  target_include_directories(espnn_pal_host_objects PRIVATE "${ESPNN_ROOT}/include")
+  target_compile_options(espnn_pal_host_objects PRIVATE ${ESPNN_WARNINGS})
+  target_link_libraries(espnn_pal_host_objects PRIVATE executorch::runtime)
+
   add_library(espnn_model STATIC $<TARGET_OBJECTS:espnn_adapter_policy>
                                  ${ESPNN_ENGINE_OBJECTS}
-                                 $<TARGET_OBJECTS:espnn_memory_objects>)
+                                 $<TARGET_OBJECTS:espnn_memory_objects>
+                                 $<TARGET_OBJECTS:espnn_pal_host_objects>)
   set_target_properties(espnn_model PROPERTIES EXPORT_NAME model LINKER_LANGUAGE CXX)
   target_include_directories(espnn_model PUBLIC
     "$<BUILD_INTERFACE:${ESPNN_PUBLIC_INCLUDE_DIRS}>"
     "$<INSTALL_INTERFACE:include/executorch_espnn>")
   target_link_libraries(espnn_model PUBLIC executorch::runtime)
+  # libexecutorch.so has weak et_pal_* defaults and nothing in an application references the
+  # PAL's archive member: -u makes the linker take ours, which then interpose the defaults.
+  foreach(_sym ${ESPNN_PAL_SYMBOLS})
+    target_link_options(espnn_model INTERFACE "LINKER:-u,${_sym}")
+  endforeach()
   add_library(executorch_espnn::model ALIAS espnn_model)
   list(APPEND ESPNN_INSTALL_TARGETS espnn_model)
 
