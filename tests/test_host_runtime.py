@@ -470,12 +470,10 @@ def lowered_models() -> dict[str, object]:
 
 
 def _lowered(cache: dict[str, object], name: str) -> object:
-    import executorch_espnn as ee
-    from tests.zoo import ZOO
+    from tests.lowered_zoo import lowered_zoo
 
     if name not in cache:
-        z = ZOO[name]
-        cache[name] = ee.lower(z.model(), z.example_inputs(), z.calibration_data(), target="esp32s3")
+        cache[name] = lowered_zoo(name)
     return cache[name]
 
 

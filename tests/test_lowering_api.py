@@ -127,8 +127,9 @@ def _first_quantize(lm: LoweredModel) -> tuple[float, int]:
 
 @pytest.fixture(scope="module")
 def island() -> LoweredModel:
-    z = ZOO["island_net"]
-    return ee.lower(z.model(), z.example_inputs(), calibration=z.calibration_data(4))
+    from tests.lowered_zoo import lowered_zoo
+
+    return lowered_zoo("island_net")
 
 
 def test_island_report_matches_payloads(island: LoweredModel) -> None:
@@ -223,8 +224,9 @@ def test_already_quantized_program_skips_quantization() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["mobilenet_v2_0.35_96", "ds_cnn_kws"])
 def test_zoo_models_lower_fully(name: str) -> None:
-    z = ZOO[name]
-    lm = ee.lower(z.model(), z.example_inputs(), calibration=z.calibration_data(4))
+    from tests.lowered_zoo import lowered_zoo
+
+    lm = lowered_zoo(name)
     check_report_against_payloads(lm)
     rep = lm.report
     assert len(rep.partitions) == 1 and rep.cpu_ops == []

@@ -218,11 +218,9 @@ def test_generated_data_is_the_pte(fc_pte: bytes, tmp_path: Path) -> None:
 def test_runner_mobilenet_v2(build_dir: Path, tmp_path: Path) -> None:
     """The host board's runtime on MobileNetV2-0.35/96: the runner's output equals host.run's
     on the same deterministic input (printed: the closing note quotes it)."""
-    import executorch_espnn as ee
-    from tests.zoo import ZOO
+    from tests.lowered_zoo import lowered_zoo
 
-    z = ZOO["mobilenet_v2_0.35_96"]
-    low = ee.lower(z.model(), z.example_inputs(), z.calibration_data(), target="esp32s3")
+    low = lowered_zoo("mobilenet_v2_0.35_96")
     exe = _build_runner(build_dir, _render(low.pte, tmp_path / "gen"))
     proc = _run(exe, "--seed", "1", "--repeat", "5")
     assert proc.returncode == 0, proc.stderr

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-import executorch_espnn as ee
 from tests.zoo import ZOO
 
 
@@ -41,8 +40,10 @@ def test_shapes() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [n for n, z in ZOO.items() if not z.large])
 def test_every_model_lowers(name: str) -> None:
+    from tests.lowered_zoo import lowered_zoo
+
     z = ZOO[name]
-    lm = ee.lower(z.model(), z.example_inputs(), calibration=z.calibration_data(2))
+    lm = lowered_zoo(name)
     rep = lm.report
     assert rep.partitions, str(rep)
     assert bool(rep.cpu_ops) == z.cpu_fallback, str(rep)

@@ -8,11 +8,9 @@ import pytest
 
 
 def _lower(name: str, out: Path) -> Path:
-    import executorch_espnn as ee
-    from tests.zoo import ZOO
+    from tests.lowered_zoo import lowered_zoo
 
-    z = ZOO[name]
-    low = ee.lower(z.model(), z.example_inputs(), z.calibration_data(), target="esp32s3")
+    low = lowered_zoo(name)
     return low.save(out / f"{name}.pte")
 
 
