@@ -30,7 +30,7 @@ multipliers below 2^-11 a second rounding in the right shift) lands on the other
 network amplifies that single LSB over the following layers.  The engine must stay bit-exact
 with ESP-NN, so that is the floor of int8 fixed-point arithmetic on these networks, and where
 the flips land depends on the calibration (MobileNetV1 has 2 outputs: one element of its 4
-test inputs is 12.5%; measured 75-87.5%, MobileNetV2 ~93%).  For them the precise check is
+test inputs is 12.5%; measured 75-87.5%, MobileNetV2 93-99.75%).  For them the precise check is
 the in-place one above (every layer within 1 LSB of the exact program on exact inputs); the
 free-running bounds only catch gross errors (a wrong zero point, layout or multiplier moves
 outputs by tens of LSB), and the figures are printed.
