@@ -9,7 +9,9 @@ The conditions (DESIGN.md, "ESP-NN, as the engine must call it"):
 * other dense convolutions (groups 1, dilation 1): ESP-NN's SIMD kernels (im2col or the
   aligned-filter kernel) take every shape;
 * depthwise: ``ch_mult == 1`` and channels % 8 == 0 (16 is best);
-* grouped or dilated convolutions never reach ESP-NN: the engine's generic kernel.
+* grouped or dilated convolutions never reach ESP-NN: the engine's generic kernel, as do
+  depthwise convolutions whose padded input spans more than 32767 rows or columns (ESP-NN
+  indexes it with int16_t; espnn_component/engine/ops/depthwise_conv2d.c).
 
 Delegate inputs and constants count as aligned (ExecuTorch plans buffers and the payload
 places constants at multiples of 16); arena tensors by their planned offset.
@@ -53,7 +55,10 @@ def classify(partition: int, p: Payload) -> list[Layer]:
         dilated = pr["dilation_h"] != 1 or pr["dilation_w"] != 1
         if op.opcode == Opcode.DEPTHWISE_CONV2D:
             macs = n * oh * ow * cout * kh * kw
-            fast = not dilated and pr["ch_mult"] == 1 and cin % 8 == 0
+            span_h = x.dims[1] + pr["pad_top"] + pr["pad_bottom"]
+            span_w = x.dims[2] + pr["pad_left"] + pr["pad_right"]
+            fast = (not dilated and pr["ch_mult"] == 1 and cin % 8 == 0
+                    and max(span_h, span_w) <= 32767)
             out.append(Layer(partition, i, "depthwise", macs, fast))
             continue
         groups = pr["groups"]
