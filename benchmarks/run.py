@@ -62,7 +62,9 @@ class ModelResult:
     pte_parts: dict[str, int] = field(default_factory=dict)  # where the .pte bytes go
     instr_delegate: int | None = None
     instr_cpu: int | None = None
-    outside_share: float | None = None
+    outside_share: float | None = None  # outside ESP-NN's and the engine's kernels
+    overhead_share: float | None = None  # outside every kernel (CPU-fallback operators excluded)
+    cpu_op_instructions: int | None = None
     overhead: dict[str, int] = field(default_factory=dict)
     stages: dict[str, float] = field(default_factory=dict)
     back_half: dict[str, dict[str, float]] = field(default_factory=dict)  # flow -> partition/to_executorch
@@ -181,6 +183,8 @@ def _callgrind(res: ModelResult, lm: Any, cpu_pte: bytes, work: Path, runner: An
         if variant == "delegate":
             res.instr_delegate = cost.instructions
             res.outside_share = cost.outside_share
+            res.overhead_share = cost.overhead_share
+            res.cpu_op_instructions = cost.cpu_op_instructions
             res.overhead = cost.overhead
         else:
             res.instr_cpu = cost.instructions
@@ -351,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
         example = bench_models.PIO_EXAMPLE_QUICK if args.quick else bench_models.PIO_EXAMPLE_FULL
         say(f"== pio run -e host: examples/{example} and a plain sketch ...")
         try:
-            pt = pio_time.measure(work / "pio", example)
+            pt = pio_time.measure(work / "pio", example, noop_runs=2 if args.quick else 5)
             pio = {**asdict(pt), "noop_ratio": pt.noop_ratio}
         except Exception as exc:
             pio = {"example": example, "error": f"{type(exc).__name__}: {str(exc)[:2000]}"}
@@ -377,8 +381,11 @@ def main(argv: list[str] | None = None) -> int:
         if r.pte_parts:
             say("  .pte bytes: " + ", ".join(f"{k} {v:,}" for k, v in r.pte_parts.items()))
         if r.overhead:
-            say("  (a) outside kernels, instructions per inference: "
+            say("  (a) outside every kernel, instructions per inference: "
                 + ", ".join(f"{k} {v:,}" for k, v in r.overhead.items()))
+        if r.cpu_op_instructions:
+            say(f"  (a) in ExecuTorch's CPU operator kernels (fallback): {r.cpu_op_instructions:,} instructions; "
+                f"outside every kernel: {_pct(r.overhead_share, 3)}")
         if r.cpu_ops:
             say("  on the CPU: " + ", ".join(r.cpu_ops))
         if r.fast_table:

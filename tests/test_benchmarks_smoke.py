@@ -70,7 +70,11 @@ def test_instruction_figures(quick: tuple[dict[str, Any], str]) -> None:
     assert m["instr_delegate"] > 0 and m["instr_cpu"] > 0
     assert m["instr_ratio"] == pytest.approx(m["instr_delegate"] / m["instr_cpu"])
     assert 0.0 <= m["outside_share"] < 1.0
+    assert m["cpu_op_instructions"] == 0  # fully delegated: no CPU operator runs
+    assert m["overhead_share"] == pytest.approx(m["outside_share"])
+    # the breakdown accounts for every instruction outside the kernels
     assert sum(m["overhead"].values()) == pytest.approx(m["outside_share"] * m["instr_delegate"], abs=2)
+    assert m["overhead"]["engine dispatch"] > 0
 
 
 def test_lowering_and_fast_path_figures(quick: tuple[dict[str, Any], str]) -> None:
