@@ -253,7 +253,8 @@ def _mi(n: int | None) -> str:
 def summary_rows(results: list[ModelResult]) -> tuple[list[str], list[list[str]]]:
     head = ["model", "ops ESP-NN/total", "parts", "arena", "peak live", "arena/peak",
             "planned", "method alloc", "header RAM", ".pte", "consts bound", ".pte/bound",
-            "instr (a) delegate", "instr (b) CPU", "(a)/(b)", "(a) outside kernels",
+            "instr (a) delegate", "instr (b) CPU", "(a)/(b)", "(a) outside ESP-NN kernels",
+            "(a) overhead",
             "lowering s", "ours/XNNPACK", "S3 fast MACs"]
     rows = []
     for r in results:
@@ -263,7 +264,7 @@ def summary_rows(results: list[ModelResult]) -> tuple[list[str], list[list[str]]
             _kb(r.peak_live_bytes), _x(r.arena_ratio_worst if r.partitions else None),
             _kb(r.planned_bytes), _kb(r.method_allocator_bytes), _kb(r.header_ram_bytes),
             _kb(r.pte_bytes), _kb(r.const_bound_bytes), _x(r.pte_ratio), _mi(r.instr_delegate),
-            _mi(r.instr_cpu), _x(r.instr_ratio), _pct(r.outside_share, 3),
+            _mi(r.instr_cpu), _x(r.instr_ratio), _pct(r.outside_share, 3), _pct(r.overhead_share, 3),
             "-" if low is None else f"{low:.1f}", _x(r.lowering_ratio, 2), _pct(r.fast_share),
         ])
     return head, rows
@@ -310,56 +311,8 @@ def targets(results: list[ModelResult], pio: dict[str, Any] | None) -> list[tupl
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="the CI subset (small models, hello_world for pio)")
-    ap.add_argument("--models", help="comma-separated zoo keys (default: all, or the quick subset)")
-    ap.add_argument("--skip", default="", help=f"comma-separated figures to skip: {', '.join(SKIPPABLE)}")
-    ap.add_argument("--rounds", type=int, default=None,
-                    help="lowering comparison rounds, best kept (default 2, --quick 1)")
-    ap.add_argument("--calibration", type=int, default=8, help="calibration batches per model")
-    ap.add_argument("--work", type=Path, help="working directory (default: a temporary one)")
-    ap.add_argument("--json", type=Path, help="write every figure as JSON here")
-    ap.add_argument("--markdown", type=Path, help="write the summary table as Markdown here")
-    args = ap.parse_args(argv)
-    args.skip = {s.strip() for s in args.skip.split(",") if s.strip()}
-    bad = args.skip - set(SKIPPABLE)
-    if bad:
-        ap.error(f"--skip: unknown figure(s) {sorted(bad)}; choose from {', '.join(SKIPPABLE)}")
-    if args.rounds is None:
-        args.rounds = 1 if args.quick else 2
-    chosen = bench_models.select(args.quick, args.models.split(",") if args.models else None)
-
-    def say(msg: str) -> None:
-        print(msg, flush=True)
-
-    from benchmarks import callgrind, lowering_time, machine
-
-    t_start = time.monotonic()
-    tmp = None if args.work else tempfile.TemporaryDirectory(prefix="espnn-bench-")
-    work = args.work or Path(tmp.name if tmp else ".")
-    work.mkdir(parents=True, exist_ok=True)
-    info = machine.describe()
-    say("executorch-espnn benchmarks: python benchmarks/run.py " + " ".join(argv if argv is not None else sys.argv[1:]))
-    say("machine: " + ", ".join(f"{k} {v}" for k, v in info.items()))
-    if "lowering" not in args.skip:
-        say("warming up the lowering flows (imports are not charged to the first model) ...")
-        lowering_time.warm_up(TARGET)
-    runner = callgrind.RunnerBuild(work / "runner-build")
-    results = [bench_model(bm, args, work, runner, say) for bm in chosen]
-
-    pio: dict[str, Any] | None = None
-    if "pio" not in args.skip:
-        from benchmarks import pio_time
-
-        example = bench_models.PIO_EXAMPLE_QUICK if args.quick else bench_models.PIO_EXAMPLE_FULL
-        say(f"== pio run -e host: examples/{example} and a plain sketch ...")
-        try:
-            pt = pio_time.measure(work / "pio", example, noop_runs=2 if args.quick else 5)
-            pio = {**asdict(pt), "noop_ratio": pt.noop_ratio}
-        except Exception as exc:
-            pio = {"example": example, "error": f"{type(exc).__name__}: {str(exc)[:2000]}"}
-
+def report(results: list[ModelResult], pio: dict[str, Any] | None, say: Any) -> None:
+    """Print the summary table, each model's details and the targets."""
     head, rows = summary_rows(results)
     say("\n" + "=" * 100)
     say("Summary (arena/peak: worst partition; instructions per inference under callgrind; "
@@ -405,6 +358,78 @@ def main(argv: list[str] | None = None) -> int:
     say("\nTargets")
     for figure, model, verdict in targets(results, pio):
         say(f"  {figure:<46} {model:<30} {verdict}")
+
+
+def render(path: Path, markdown: Path | None) -> int:
+    from dataclasses import fields
+
+    data = json.loads(path.read_text())
+    names = {f.name for f in fields(ModelResult)}
+    results = [ModelResult(**{k: v for k, v in m.items() if k in names}) for m in data["models"]]
+    print(f"figures of: {data['command']}")
+    print("machine: " + ", ".join(f"{k} {v}" for k, v in data["machine"].items()))
+    report(results, data.get("pio"), lambda msg: print(msg, flush=True))
+    if markdown:
+        markdown.parent.mkdir(parents=True, exist_ok=True)
+        markdown.write_text(markdown_table(*summary_rows(results)) + "\n")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="the CI subset (small models, hello_world for pio)")
+    ap.add_argument("--models", help="comma-separated zoo keys (default: all, or the quick subset)")
+    ap.add_argument("--skip", default="", help=f"comma-separated figures to skip: {', '.join(SKIPPABLE)}")
+    ap.add_argument("--rounds", type=int, default=None,
+                    help="lowering comparison rounds, best kept (default 2, --quick 1)")
+    ap.add_argument("--calibration", type=int, default=8, help="calibration batches per model")
+    ap.add_argument("--work", type=Path, help="working directory (default: a temporary one)")
+    ap.add_argument("--json", type=Path, help="write every figure as JSON here")
+    ap.add_argument("--markdown", type=Path, help="write the summary table as Markdown here")
+    ap.add_argument("--render", type=Path, metavar="FIGURES.json",
+                    help="print (and --markdown) the figures a previous --json run saved; measures nothing")
+    args = ap.parse_args(argv)
+    if args.render:
+        return render(args.render, args.markdown)
+    args.skip = {s.strip() for s in args.skip.split(",") if s.strip()}
+    bad = args.skip - set(SKIPPABLE)
+    if bad:
+        ap.error(f"--skip: unknown figure(s) {sorted(bad)}; choose from {', '.join(SKIPPABLE)}")
+    if args.rounds is None:
+        args.rounds = 1 if args.quick else 2
+    chosen = bench_models.select(args.quick, args.models.split(",") if args.models else None)
+
+    def say(msg: str) -> None:
+        print(msg, flush=True)
+
+    from benchmarks import callgrind, lowering_time, machine
+
+    t_start = time.monotonic()
+    tmp = None if args.work else tempfile.TemporaryDirectory(prefix="espnn-bench-")
+    work = args.work or Path(tmp.name if tmp else ".")
+    work.mkdir(parents=True, exist_ok=True)
+    info = machine.describe()
+    say("executorch-espnn benchmarks: python benchmarks/run.py " + " ".join(argv if argv is not None else sys.argv[1:]))
+    say("machine: " + ", ".join(f"{k} {v}" for k, v in info.items()))
+    if "lowering" not in args.skip:
+        say("warming up the lowering flows (imports are not charged to the first model) ...")
+        lowering_time.warm_up(TARGET)
+    runner = callgrind.RunnerBuild(work / "runner-build")
+    results = [bench_model(bm, args, work, runner, say) for bm in chosen]
+
+    pio: dict[str, Any] | None = None
+    if "pio" not in args.skip:
+        from benchmarks import pio_time
+
+        example = bench_models.PIO_EXAMPLE_QUICK if args.quick else bench_models.PIO_EXAMPLE_FULL
+        say(f"== pio run -e host: examples/{example} and a plain sketch ...")
+        try:
+            pt = pio_time.measure(work / "pio", example, noop_runs=2 if args.quick else 5)
+            pio = {**asdict(pt), "noop_ratio": pt.noop_ratio}
+        except Exception as exc:
+            pio = {"example": example, "error": f"{type(exc).__name__}: {str(exc)[:2000]}"}
+
+    report(results, pio, say)
     elapsed = time.monotonic() - t_start
     say(f"\n{len(results)} models in {elapsed:.0f} s")
 
@@ -421,7 +446,7 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps(payload, indent=1))
     if args.markdown:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(markdown_table(head, rows) + "\n")
+        args.markdown.write_text(markdown_table(*summary_rows(results)) + "\n")
     if tmp is not None:
         tmp.cleanup()
     return 0
