@@ -40,6 +40,18 @@ class Case:
     params: dict[str, int] = field(default_factory=dict)  # expected params of the first op named ops[1]
 
 
+class WithConstant(nn.Module):
+    """x + c or x * c for a learned constant c (a positional embedding, a channel scale)."""
+
+    def __init__(self, shape: tuple[int, ...], mul: bool = False) -> None:
+        super().__init__()
+        self.c = nn.Parameter(torch.randn(shape) * 0.5)
+        self.mul = mul
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.c if self.mul else x + self.c
+
+
 def conv(*a: Any, **k: Any) -> Callable[[], nn.Module]:
     return lambda: nn.Conv2d(*a, **k)
 
@@ -96,6 +108,12 @@ ELEMENTWISE_CASES = [
     Case("mul", f(lambda m, x, y: x * y), ((2, 3, 7), (2, 3, 7)), [Q, Q, "MUL", DQ]),
     Case("mul_broadcast_channel", f(lambda m, x, y: x * y), ((1, 6, 4, 4), (1, 6, 1, 1)), [Q, Q, "MUL", DQ]),
     Case("add_scalar_lut", f(lambda m, x: x + 0.75), ((1, 3, 4, 4),), [Q, "LUT", DQ]),
+    # a quantized constant operand becomes a constant tensor of the payload (it stayed on the CPU)
+    Case("add_constant_operand", lambda: WithConstant((1, 6, 8)), ((1, 6, 8),), [Q, "ADD", DQ]),
+    Case("add_constant_nhwc", f(lambda m, x: m[1](m[0](x)), conv(3, 4, 3), lambda: WithConstant((1, 4, 4, 4))),
+         ((1, 3, 6, 6),), [Q, "CONV2D", "ADD", DQ]),
+    Case("mul_constant_per_channel", lambda: WithConstant((1, 4, 1, 1), mul=True), ((1, 4, 5, 6),),
+         [Q, "MUL", DQ]),
     Case("mul_scalar_lut", f(lambda m, x: x * -1.5), ((1, 3, 4, 4),), [Q, "LUT", DQ]),
 ]
 
