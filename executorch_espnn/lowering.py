@@ -128,15 +128,6 @@ def _is_quantized(ep: ExportedProgram) -> bool:
     )
 
 
-def _eval_module(ep: ExportedProgram) -> torch.fx.GraphModule:
-    """``ep.module()`` on which ``.eval()`` works (the quantizer puts models in eval mode)."""
-    from torchao.quantization.pt2e import allow_exported_model_train_eval
-
-    gm = ep.module()
-    allow_exported_model_train_eval(gm)
-    return gm
-
-
 def lower(
     model: torch.nn.Module | ExportedProgram,
     example_inputs: tuple[Any, ...] | None = None,
@@ -214,7 +205,9 @@ def lower(
 
         detail = "" if calibration is not None else " (no calibration data: random inputs)"
         t0 = stage(2, "quantize", detail)
-        q = quantize(_eval_module(ep), example_inputs, calibration, quantizer)
+        # the program of stage 1 goes in as it is: quantize() would otherwise export it again
+        q = quantize(ep, example_inputs, calibration, quantizer,
+                     exported_in_eval_mode=isinstance(model, torch.nn.Module))
         try:
             qep = torch.export.export(q.graph_module, example_inputs)
         except Exception as exc:

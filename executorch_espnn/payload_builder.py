@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
+import torch
 from torch.fx import Node
 
 from .lowering_graph import (
@@ -223,6 +224,8 @@ class PayloadBuilder:
         src = dq.args[0]
         if not isinstance(src, Node):
             raise Unsupported(f"{dq.name} does not read a tensor")
+        if src not in self.values and self.ctx.is_constant(src):
+            return self._constant_operand(src, qp)
         v = self.value(src)
         if v.dtype != DType.INT8:
             raise Unsupported(f"{dq.name} dequantizes a {v.dtype.name} tensor")
@@ -251,6 +254,28 @@ class PayloadBuilder:
         relabelled.lazy = make
         self._operand_cache[key] = relabelled
         return relabelled
+
+    def _constant_operand(self, src: Node, qp: QParams) -> Value:
+        """A quantized constant read as an activation (``x + self.pos``): a constant tensor,
+        laid out in whatever order its reader wants."""
+        key = (id(src), qp)
+        cached = self._operand_cache.get(key)
+        if cached is not None:
+            return cached
+        raw = self.ctx.constant(src)
+        if raw is None:
+            raise Unsupported(f"the values of constant {src.name} are not known")
+        if raw.dtype != torch.int8:
+            raise Unsupported(f"constant operand {src.name} is {raw.dtype}, expected int8")
+        values = raw.numpy().astype(np.int8)
+        v = Value(src.name, tuple(int(d) for d in values.shape), DType.INT8, qp)
+
+        def make(perm: Perm) -> int:
+            return self.constant(np.transpose(values, perm) if values.ndim else values)
+
+        v.lazy = make
+        self._operand_cache[key] = v
+        return v
 
     def define(self, q: Node, perm: Perm | None = None, shape: Sequence[int] | None = None) -> tuple[Value, int]:
         """The value a unit's quantize node produces, with a fresh tensor in ``perm``."""

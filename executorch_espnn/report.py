@@ -21,6 +21,9 @@ from .payload.state import state_bytes
 from .pte import BACKEND_ID
 
 REPORT_SCHEMA = 1
+# the engine runs depthwise convolutions whose padded input is taller or wider than this on its
+# own kernel (ESP-NN indexes the padded input with int16_t; engine/ops/depthwise_conv2d.c)
+DW_MAX_SPAN = 32767
 
 # ExecuTorch ScalarType codes -> names (exir/scalar_type.py)
 _SCALAR_TYPES = {0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "float16",
@@ -358,6 +361,10 @@ def _conv_layer(part: int, i: int, p: Payload) -> FastPathLayer | None:
         layer = f"depthwise {kh}x{kw}/{sh}" + (f" x{m}" if m != 1 else "")
         if dilated:
             return FastPathLayer(part, i, layer, shape, macs, False, "dilated: the engine's generic kernel")
+        span = max(x.dims[1] + pr["pad_top"] + pr["pad_bottom"], x.dims[2] + pr["pad_left"] + pr["pad_right"])
+        if span > DW_MAX_SPAN:
+            return FastPathLayer(part, i, layer, shape, macs, False,
+                                 f"padded input span {span} > {DW_MAX_SPAN}: the engine's generic kernel")
         if m != 1:
             return FastPathLayer(part, i, layer, shape, macs, False, f"channel multiplier {m} (needs 1)")
         if cin % 8:

@@ -559,6 +559,14 @@ def _op_cases() -> dict[str, tuple[object, tuple[tuple[int, ...], ...]]]:
         def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
             return a * b
 
+    class PosEmbedding(nn.Module):  # x + a learned constant: a constant operand of the payload
+        def __init__(self) -> None:
+            super().__init__()
+            self.pos = nn.Parameter(torch.randn(1, 6, 8) * 0.5)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x + self.pos
+
     class AsymPadConv(nn.Module):
         def __init__(self) -> None:
             super().__init__()
@@ -586,6 +594,7 @@ def _op_cases() -> dict[str, tuple[object, tuple[tuple[int, ...], ...]]]:
         "linear": (nn.Linear(20, 7), ((2, 20),)),
         "add_broadcast": (Add(), ((1, 6, 5, 7), (1, 6, 1, 7))),
         "mul_broadcast": (Mul(), ((1, 6, 5, 7), (1, 1, 5, 7))),
+        "add_constant": (PosEmbedding(), ((1, 6, 8),)),
         "maxpool_pad": (nn.MaxPool2d(3, stride=2, padding=1), img),
         "avgpool_pad": (nn.AvgPool2d(3, stride=2, padding=1), img),
         "mean_hw": (nn.AdaptiveAvgPool2d(1), img),

@@ -40,6 +40,18 @@ class Case:
     params: dict[str, int] = field(default_factory=dict)  # expected params of the first op named ops[1]
 
 
+class WithConstant(nn.Module):
+    """x + c or x * c for a learned constant c (a positional embedding, a channel scale)."""
+
+    def __init__(self, shape: tuple[int, ...], mul: bool = False) -> None:
+        super().__init__()
+        self.c = nn.Parameter(torch.randn(shape) * 0.5)
+        self.mul = mul
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.c if self.mul else x + self.c
+
+
 def conv(*a: Any, **k: Any) -> Callable[[], nn.Module]:
     return lambda: nn.Conv2d(*a, **k)
 
@@ -96,6 +108,12 @@ ELEMENTWISE_CASES = [
     Case("mul", f(lambda m, x, y: x * y), ((2, 3, 7), (2, 3, 7)), [Q, Q, "MUL", DQ]),
     Case("mul_broadcast_channel", f(lambda m, x, y: x * y), ((1, 6, 4, 4), (1, 6, 1, 1)), [Q, Q, "MUL", DQ]),
     Case("add_scalar_lut", f(lambda m, x: x + 0.75), ((1, 3, 4, 4),), [Q, "LUT", DQ]),
+    # a quantized constant operand becomes a constant tensor of the payload (it stayed on the CPU)
+    Case("add_constant_operand", lambda: WithConstant((1, 6, 8)), ((1, 6, 8),), [Q, "ADD", DQ]),
+    Case("add_constant_nhwc", f(lambda m, x: m[1](m[0](x)), conv(3, 4, 3), lambda: WithConstant((1, 4, 4, 4))),
+         ((1, 3, 6, 6),), [Q, "CONV2D", "ADD", DQ]),
+    Case("mul_constant_per_channel", lambda: WithConstant((1, 4, 1, 1), mul=True), ((1, 4, 5, 6),),
+         [Q, "MUL", DQ]),
     Case("mul_scalar_lut", f(lambda m, x: x * -1.5), ((1, 3, 4, 4),), [Q, "LUT", DQ]),
 ]
 
@@ -141,6 +159,15 @@ MOVEMENT_CASES = [
     Case("permute_nhwc_free", f(lambda m, x: m[0](x).permute(0, 2, 3, 1), conv(3, 4, 1)), ((1, 3, 5, 6),),
          [Q, "CONV2D", DQ]),
     Case("reshape", f(lambda m, x: x.reshape(2, 6, 5)), ((1, 3, 4, 5),), [Q, "RESHAPE", DQ]),
+    # identities keep the NHWC bytes between two convolutions: no TRANSPOSE/RESHAPE/TRANSPOSE
+    Case("dropout_eval_free", f(lambda m, x: m[1](m[2](m[0](x))), conv(3, 8, 3), conv(8, 4, 1),
+                                lambda: nn.Dropout(0.4)),
+         ((1, 3, 6, 6),), [Q, "CONV2D", "CONV2D", DQ]),
+    Case("clone_free", f(lambda m, x: m[1](m[0](x).clone()), conv(3, 8, 3), conv(8, 4, 1)),
+         ((1, 3, 6, 6),), [Q, "CONV2D", "CONV2D", DQ]),
+    Case("same_shape_view_free", f(lambda m, x: m[1](m[0](x).reshape(1, 8, 4, 4)), conv(3, 8, 3), conv(8, 4, 1)),
+         ((1, 3, 6, 6),), [Q, "CONV2D", "CONV2D", DQ]),
+    Case("clone_as_output", f(lambda m, x: m[0](x).clone(), conv(3, 8, 3)), ((1, 3, 6, 6),), [Q, "CONV2D", DQ]),
     Case("transpose_3d", f(lambda m, x: x.transpose(1, 2)), ((2, 3, 5),), [Q, DQ]),
     Case("slice_step", f(lambda m, x: x[:, :, 1:6:2]), ((1, 3, 7, 5),), [Q, "SLICE", DQ]),
     Case("select", f(lambda m, x: x[:, 1]), ((2, 3, 4),), [Q, "SLICE", "RESHAPE", DQ]),

@@ -105,6 +105,15 @@ def test_fast_path_conv_conditions(kwargs: dict[str, int], cin: int, fast: bool,
     assert layers[0].macs == b.macs[0]
 
 
+def test_fast_path_depthwise_span_beyond_int16_is_the_generic_kernel() -> None:
+    b = NetBuilder()
+    x = b.quantize_input((1, 8, 1, 32767))
+    b.dequantize_output(b.conv(x, 8, 3, pad=1, depthwise=True))  # padded width 32769
+    data, _ = b.build()
+    _, layers, _ = analyse_payload(0, data)
+    assert not layers[0].fast and "span 32769 > 32767" in layers[0].why, layers[0]
+
+
 def test_corrupt_payload_is_a_pte_error() -> None:
     data, _ = small_net().build()
     bad = bytearray(data)

@@ -50,7 +50,7 @@ class Reshape(OpLowering):
 
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
         from ..lowering_graph import node_arg, node_op, qdq_params, static_shape
-        from ..payload_builder import identity
+        from ..payload_builder import identity, nhwc
 
         node = unit.anchor
         name = node_op(node)
@@ -70,8 +70,15 @@ class Reshape(OpLowering):
         out_shape = static_shape(unit.output)
         if int(np.prod(out_shape, dtype=np.int64)) != int(np.prod(x.shape, dtype=np.int64)):
             raise Unsupported(f"{name} changes the element count")
-        src = b.contiguous(x)
         qout = qdq_params(unit.output)
+        if out_shape == x.shape and qout == x.qp:
+            # clone, dropout in eval mode, a view to its own shape: the input's bytes in
+            # whatever layout it has, no op at all (not a TRANSPOSE to the logical order, a
+            # copy and a TRANSPOSE back)
+            perm = b.any_layout(x, nhwc(x.rank))
+            b.alias(unit.output, perm, b.realize(x, perm))
+            return
+        src = b.contiguous(x)
         _, out = b.define(unit.output, identity(len(out_shape)))
         if qout == x.qp:
             b.emit(Opcode.RESHAPE, [src], out)

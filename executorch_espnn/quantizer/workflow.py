@@ -144,13 +144,31 @@ def random_calibration(
     return out
 
 
+def _eval_graph(ep: torch.export.ExportedProgram) -> GraphModule:
+    """``ep.module()`` in eval mode: a program exported in training mode gets the eval forms
+    of dropout and batch norm, as exporting its module in eval mode would give."""
+    from torchao.quantization.pt2e import allow_exported_model_train_eval
+
+    gm = ep.module()
+    allow_exported_model_train_eval(gm)
+    gm.eval()
+    return gm
+
+
 def quantize(
-    model: nn.Module,
+    model: nn.Module | torch.export.ExportedProgram,
     example_inputs: tuple[Any, ...],
     calibration: Iterable[Any] | None = None,
     quantizer: EspNNQuantizer | None = None,
+    *,
+    exported_in_eval_mode: bool = False,
 ) -> QuantizeResult:
     """Export ``model`` (in eval mode), quantize it for ESP-NN and return the converted graph.
+
+    ``model`` may also be the ``ExportedProgram`` of a float model: it is quantized without
+    a second ``torch.export``, after its dropout and batch norms are put in eval mode, a
+    graph rewrite that ``exported_in_eval_mode=True`` skips (``lower()`` passes it for the
+    program its export stage made with ``export_model``, which exports in eval mode).
 
     ``calibration`` yields input tuples shaped like ``example_inputs``; without it the
     model is calibrated on seeded random data drawn like the example inputs and the
@@ -170,8 +188,13 @@ def quantize(
             "calibration must be an iterable of input tuples (one per batch), got a single "
             f"tensor of shape {tuple(calibration.shape)}; pass e.g. [(x,) for x in batches]"
         )
-    exported = export_model(model, example_inputs)
-    prepared = prepare_pt2e(exported.module(), quantizer or EspNNQuantizer())
+    if isinstance(model, torch.export.ExportedProgram):
+        exported = model
+        graph = exported.module() if exported_in_eval_mode else _eval_graph(exported)
+    else:
+        exported = export_model(model, example_inputs)
+        graph = exported.module()
+    prepared = prepare_pt2e(graph, quantizer or EspNNQuantizer())
 
     calibrated = calibration is not None
     batches: Iterable[Any] = calibration if calibration is not None else random_calibration(example_inputs)

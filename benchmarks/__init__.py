@@ -1,0 +1,1 @@
+"""Benchmarks of executorch-espnn: `python benchmarks/run.py` (see docs/benchmarks.md)."""
