@@ -144,3 +144,17 @@ def test_results_reader_rejects_a_file_that_is_not_results(tmp_path: Path) -> No
     bad.write_text("this is not json\n")
     with pytest.raises(report.ResultsError, match=r"r\.jsonl:1: not JSON"):
         report.load(bad)
+
+
+def test_chains_of_requantizations_use_the_whole_model_criterion() -> None:
+    ref = _grid(list(range(-100, 100)), 0.01, 0)
+    act = ref.clone()
+    act[0] += 3 * 0.01  # one element 3 steps off: 0.5% of 200 elements
+    chain = OutputQuant(0.01, 0, requantizations=5)
+    c = check_output(0, act, ref, chain)
+    assert c.ok and c.kind == "int8-chain" and c.max_lsb == 3
+    act[1:3] += 2 * 0.01  # 1.5% beyond 1 LSB
+    c = check_output(0, act, ref, chain)
+    assert not c.ok and "3 of 200" in c.problem
+    single = check_output(0, ref + 0.02, ref, OutputQuant(0.01, 0))  # a single op: every element
+    assert not single.ok

@@ -16,6 +16,11 @@ integer arithmetic can promise.  This flow uses the tolerance the arithmetic jus
   the neighbouring integer when the exact value sits within that error of a half-way point:
   one step at most.  Two steps or more need an error of a whole output step, which only a
   bug produces (a wrong multiplier, zero point, padding, layout or batch stride).
+* **Chains of quantized operators** (more than one requantization between an input and the
+  output, e.g. an LSTM cell): each requantization may land one step off, and a later operator
+  with a gain above 1 carries that step forward, so one step per element is not a bound the
+  arithmetic gives.  Those outputs use the whole-model criterion of the runtime's model tests:
+  at least **99% of elements within 1 LSB** and exact top-1; the worst difference is reported.
 * **Top-1** on classifier-shaped outputs (rank 2, ``[batch, classes]``, and softmax
   outputs along their axis): the index of the largest value must equal the reference's in
   every row where the reference's margin between its two largest values exceeds 2 LSB (with
@@ -36,6 +41,7 @@ from dataclasses import dataclass
 import torch
 
 MAX_LSB = 1
+CHAIN_WITHIN_LSB_FRACTION = 0.99
 TOP1_MARGIN_LSB = 2
 FLOAT_ATOL = 1e-5
 FLOAT_RTOL = 1e-5
@@ -48,11 +54,18 @@ GRID_RESIDUAL = 1e-3
 class OutputQuant:
     """How the program's output ``index`` is produced: the scale and zero point of the
     dequantize that makes it (None for an output that is not dequantized int8), and
-    whether it is a softmax result (whose axis is then a class axis)."""
+    whether it is a softmax result (whose axis is then a class axis).  ``requantizations``
+    is the largest number of quantize nodes on a path from an input to this output: 2 for a
+    single operator (its input's and its output's), more for a chain."""
 
     scale: float | None
     zero_point: int | None
     softmax_dim: int | None = None
+    requantizations: int = 2
+
+    @property
+    def chained(self) -> bool:
+        return self.requantizations > 2
 
 
 @dataclass(frozen=True)
@@ -60,7 +73,7 @@ class OutputCheck:
     """The verdict on one output."""
 
     index: int
-    kind: str  # "int8" (dequantized), "float", "exact" (integer/bool)
+    kind: str  # "int8" (dequantized), "int8-chain" (several requantizations), "float", "exact"
     numel: int
     max_lsb: int | None  # the largest difference in quantization steps (int8 outputs)
     beyond: int  # elements outside the tolerance
@@ -140,12 +153,16 @@ def check_output(index: int, actual: object, reference: object, quant: OutputQua
     abs_lsb = lsb.abs()
     max_lsb = int(abs_lsb.max()) if r.numel() else 0
     beyond = int((abs_lsb > MAX_LSB).sum())
+    kind = "int8-chain" if quant.chained else "int8"
+    allowed = int((1.0 - CHAIN_WITHIN_LSB_FRACTION) * r.numel()) if quant.chained else 0
     problems: list[str] = []
-    if beyond:
+    if beyond > allowed:
         where = int(abs_lsb.flatten().argmax())
+        rule = (f"more than {100 * (1 - CHAIN_WITHIN_LSB_FRACTION):g}% of the elements of a chain of "
+                f"{quant.requantizations} requantizations" if quant.chained else "any element")
         problems.append(
             f"output {index}: {beyond} of {r.numel()} elements differ by more than {MAX_LSB} LSB "
-            f"(scale {s:g}); worst {max_lsb} LSB at flat index {where} "
+            f"(scale {s:g}; allowed: not {rule}); worst {max_lsb} LSB at flat index {where} "
             f"(delegate {float(a64.flatten()[where]):.6g}, reference {float(r64.flatten()[where]):.6g})"
         )
     zp = float(quant.zero_point or 0)
@@ -161,7 +178,7 @@ def check_output(index: int, actual: object, reference: object, quant: OutputQua
         rows, mism = _top1(a_steps, r_steps, dim)
         if mism:
             problems.append(f"output {index}: top-1 differs in {mism} of {rows} rows with a clear winner")
-    return OutputCheck(index, "int8", r.numel(), max_lsb, beyond, max_abs, rows, mism, "; ".join(problems))
+    return OutputCheck(index, kind, r.numel(), max_lsb, beyond, max_abs, rows, mism, "; ".join(problems))
 
 
 def check_outputs(

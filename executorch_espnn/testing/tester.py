@@ -106,6 +106,10 @@ def _is_qdq_name(op: str) -> bool:
 
 def output_quantization(program: ExportedProgram) -> list[OutputQuant]:
     """For each output of the fake-quantized ``program``: the dequantize that produces it."""
+    depth: dict[Node, int] = {}
+    for n in program.graph.nodes:  # topological order
+        here = max((depth[a] for a in n.all_input_nodes), default=0)
+        depth[n] = here + (1 if n.op == "call_function" and node_op(n) in _QUANTIZE_PER_TENSOR else 0)
     out_node = program.graph.output_node()
     outs = out_node.args[0]
     flat = list(outs) if isinstance(outs, (list, tuple)) else [outs]
@@ -122,7 +126,7 @@ def output_quantization(program: ExportedProgram) -> list[OutputQuant]:
             src = q.args[0]
             if isinstance(src, Node) and node_op(src) in _SOFTMAX:
                 softmax_dim = int(src.args[1])  # type: ignore[arg-type]
-        quants.append(OutputQuant(float(scale), int(zp), softmax_dim))
+        quants.append(OutputQuant(float(scale), int(zp), softmax_dim, depth[o]))
     return quants
 
 
