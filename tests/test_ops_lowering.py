@@ -96,6 +96,9 @@ ELEMENTWISE_CASES = [
     Case("mul", f(lambda m, x, y: x * y), ((2, 3, 7), (2, 3, 7)), [Q, Q, "MUL", DQ]),
     Case("mul_broadcast_channel", f(lambda m, x, y: x * y), ((1, 6, 4, 4), (1, 6, 1, 1)), [Q, Q, "MUL", DQ]),
     Case("add_scalar_lut", f(lambda m, x: x + 0.75), ((1, 3, 4, 4),), [Q, "LUT", DQ]),
+    Case("add_alpha", f(lambda m, x, y: torch.add(x, y, alpha=2)), ((1, 25), (1, 25)), [Q, Q, "ADD", DQ]),
+    Case("add_alpha_broadcast", f(lambda m, x, y: torch.add(x, y, alpha=0.25)), ((2, 3, 6), (6,)),
+         [Q, Q, "RESHAPE", "ADD", DQ]),
     Case("mul_scalar_lut", f(lambda m, x: x * -1.5), ((1, 3, 4, 4),), [Q, "LUT", DQ]),
 ]
 
@@ -249,8 +252,11 @@ def test_mean_with_its_own_output_scale_uses_mean_hw() -> None:
         (lambda: nn.ELU(), (1, 3, 4, 5), "aten.elu.default", "no ESP-NN lowering"),
         (lambda: nn.AdaptiveAvgPool2d(3), (1, 3, 10, 10), "aten._adaptive_avg_pool2d.default",
          "output sizes that divide the input"),
+        (f(lambda m, x: torch.add(x, x.flip(-1), alpha=-1)), (1, 3, 4, 5), "aten.add.Tensor",
+         "only a positive number"),
     ],
-    ids=["maxpool_dilation", "avgpool_divisor_override", "softmax_dim2", "elu", "adaptive_avgpool_uneven"],
+    ids=["maxpool_dilation", "avgpool_divisor_override", "softmax_dim2", "elu", "adaptive_avgpool_uneven",
+         "add_negative_alpha"],
 )
 def test_unsupported_variants_stay_on_cpu_with_reason(
     make: Callable[[], nn.Module], shape: tuple[int, ...], op: str, reason: str
