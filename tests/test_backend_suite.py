@@ -6,6 +6,10 @@ pass criterion and of the results reader.  scripts/run_backend_suite.sh runs eve
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -158,3 +162,144 @@ def test_chains_of_requantizations_use_the_whole_model_criterion() -> None:
     assert not c.ok and "3 of 200" in c.problem
     single = check_output(0, ref + 0.02, ref, OutputQuant(0.01, 0))  # a single op: every element
     assert not single.ok
+
+
+# --------------------------------------------------------------------------- the bounded selection
+
+#: The CI selection: (operator file, test function) -> expected category.  It covers every
+#: operator family EspNNDelegateBackend delegates, with the parameterisations that reach the
+#: engine's corners (strides, padding, dilation, groups/depthwise, odd channel counts, batch > 1,
+#: broadcasting, ceil mode, pad counting, rank-5 refusals, value-dependent refusals), plus
+#: one test per kind of expected CPU fallback.  docs/backend-suite.md has the full-suite table.
+SELECTION: dict[tuple[str, str], str] = {
+    # conv
+    ("test_conv2d.py", "test_conv2d_stride"): "delegated",
+    ("test_conv2d.py", "test_conv2d_padding"): "delegated",
+    ("test_conv2d.py", "test_conv2d_dilation"): "delegated",
+    ("test_conv2d.py", "test_conv2d_groups"): "delegated",
+    ("test_conv2d.py", "test_conv2d_depthwise"): "delegated",
+    ("test_conv2d.py", "test_conv2d_channels"): "delegated",
+    ("test_conv2d.py", "test_conv2d_kernel_size"): "delegated",
+    ("test_conv2d.py", "test_conv2d_no_bias"): "delegated",
+    ("test_conv2d.py", "test_conv2d_different_spatial_dims"): "delegated",
+    ("test_conv1d.py", "test_conv1d_basic"): "fallback",  # the quantizer leaves conv1d float
+    # fully connected
+    ("test_linear.py", "test_linear_unbatched"): "delegated",
+    ("test_linear.py", "test_linear_feature_sizes"): "partial",  # a bias beyond 2^24 accumulator units
+    # add / mul
+    ("test_add.py", "test_add_f32_bcast_first"): "delegated",
+    ("test_add.py", "test_add_f32_bcast_second"): "delegated",
+    ("test_add.py", "test_add_f32_alpha"): "delegated",
+    ("test_mul.py", "test_multiply_f32_bcast_first"): "delegated",
+    ("test_mul.py", "test_multiply_f32_bcast_second"): "delegated",
+    # pooling
+    ("test_avgpool2d.py", "test_avgpool2d_ceil_mode"): "delegated",
+    ("test_avgpool2d.py", "test_avgpool2d_count_include_pad"): "delegated",
+    ("test_avgpool2d.py", "test_avgpool2d_stride"): "delegated",
+    ("test_maxpool2d.py", "test_maxpool2d_ceil_mode"): "delegated",
+    ("test_maxpool2d.py", "test_maxpool2d_return_indices"): "delegated",
+    ("test_maxpool2d.py", "test_maxpool2d_combinations"): "partial",  # dilation: no ESP-NN pooling
+    ("test_adaptive_avgpool2d.py", "test_adaptive_avgpool2d_output_size"): "delegated",
+    ("test_mean.py", "test_mean_basic"): "fallback",  # only the H, W mean of NCHW is delegated
+    # data movement
+    ("test_cat.py", "test_cat_negative_dim"): "delegated",
+    ("test_cat.py", "test_cat_different_shapes"): "delegated",
+    ("test_permute.py", "test_permute_4d"): "delegated",
+    ("test_permute.py", "test_permute_different_shapes"): "partial",  # rank 5
+    ("test_transpose.py", "test_transpose_4d"): "delegated",
+    ("test_slice.py", "test_slice_multi_dimensions"): "delegated",
+    ("test_select.py", "test_select_dimensions"): "delegated",
+    ("test_view.py", "test_view_inferred_dimension"): "delegated",
+    ("test_reshape.py", "test_reshape_dimensions"): "delegated",
+    ("test_squeeze.py", "test_squeeze_specific_dimension"): "delegated",
+    ("test_unsqueeze.py", "test_unsqueeze_positions"): "delegated",
+    ("test_upsample_nearest2d.py", "test_upsample_nearest2d_scale_factors"): "delegated",
+    # clamp-like and lookup-table activations
+    ("test_relu.py", "test_relu_f32_multi_dim"): "delegated",
+    ("test_hardtanh.py", "test_hardtanh_f32_custom_range"): "delegated",
+    ("test_clamp.py", "test_clamp_min_only"): "delegated",
+    ("test_clamp.py", "test_clamp_max_only"): "delegated",
+    ("test_hardswish.py", "test_hardswish_f32_boundary_values"): "delegated",
+    ("test_hardsigmoid.py", "test_hardsigmoid_f32_boundary_values"): "delegated",
+    ("test_sigmoid.py", "test_sigmoid_f32_boundary_values"): "delegated",
+    ("test_tanh.py", "test_tanh_f32_boundary_values"): "delegated",
+    ("test_silu.py", "test_silu_f32_boundary_values"): "delegated",
+    ("test_gelu.py", "test_gelu_f32_tanh_approximation"): "delegated",
+    ("test_leaky_relu.py", "test_leaky_relu_f32_custom_slope"): "delegated",
+    # operators we do not delegate: the CPU runs them and must still match
+    ("test_abs.py", "test_abs_dtype"): "fallback",
+    ("test_sub.py", "test_subtract_f32_bcast_first"): "fallback",
+    ("test_maxpool3d.py", "test_maxpool3d_stride"): "skipped",  # no portable kernel for the CPU part
+}
+
+
+def _suite_dir() -> Path:
+    import executorch.backends.test.suite as suite
+
+    return Path(suite.__file__).resolve().parent
+
+
+@pytest.mark.slow
+@pytest.mark.suite
+def test_backend_suite_selection(tmp_path: Path) -> None:
+    """The selection, run as docs/backend-suite.md says: every test in its expected category
+    (delegated / partial / fallback with reasons, outputs compared), no crash, no failure."""
+    ops = _suite_dir() / "operators"
+    ids = [f"{ops / file}::{func}" for file, func in SELECTION]
+    results = tmp_path / "espnn.jsonl"
+    cmd = [
+        sys.executable, "-P", "-m", "pytest", "-p", "executorch_espnn.testing.suite_plugin",
+        "-p", "no:cacheprovider", "--rootdir", str(tmp_path), "--basetemp", str(tmp_path / "bt"),
+        "-q", "-m", f"flow_{FLOW}", "--espnn-suite-json", str(results), *ids,
+    ]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=SELECTION_TIMEOUT_S, check=False)
+    elapsed = time.perf_counter() - start
+    tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-40:])
+    print(f"backend suite selection: {len(SELECTION)} tests in {elapsed:.0f} s")
+    assert results.is_file(), f"the suite wrote no results (exit {proc.returncode}):\n{tail}"
+    run = report.load(results)
+    assert run.finished, f"the suite run did not finish (crash?):\n{tail}"
+
+    got = {(t.file, t.name.split("[")[0]): t for t in run.tests if t.flow == FLOW}
+    missing = sorted(set(SELECTION) - set(got))
+    assert not missing, f"not collected: {missing}\n{tail}"
+    wrong = [
+        f"{file}::{func}: expected {want}, got {got[file, func].category} {got[file, func].message[:300]}"
+        for (file, func), want in SELECTION.items() if got[file, func].category != want
+    ]
+    assert not wrong, "\n".join(wrong) + (
+        "\n(an operator that is now delegated is progress: update SELECTION and docs/backend-suite.md)"
+    )
+    assert proc.returncode == 0, tail
+
+    for t in got.values():
+        for sub in t.subtests:
+            if t.category == "skipped":
+                continue
+            assert sub["compared"], t.nodeid
+            for cpu in sub["cpu_ops"]:  # a fallback counts only with the partitioner's reason
+                assert cpu["reason"], (t.nodeid, cpu)
+            for out in sub["outputs"]:
+                if out["kind"] == "int8":
+                    assert out["max_lsb"] <= 1, (t.nodeid, out)
+                assert out["problem"] == "", (t.nodeid, out)
+    assert elapsed < SELECTION_TIMEOUT_S
+
+
+@pytest.mark.slow
+def test_plugin_loaded_too_late_is_a_clear_usage_error(tmp_path: Path) -> None:
+    """Loaded from a conftest, the plugin cannot register the flow before the suite's
+    conftest reads all_flows(): it says so instead of silently running no espnn test."""
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["executorch_espnn.testing.suite_plugin"]\n')
+    (tmp_path / "test_nothing.py").write_text("def test_nothing():\n    pass\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    proc = subprocess.run(
+        [sys.executable, "-P", "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(tmp_path), "-q",
+         str(tmp_path)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert proc.returncode != 0
+    assert "must be loaded with -p on the command line" in proc.stdout + proc.stderr
