@@ -46,7 +46,7 @@ from torch.fx import Node
 from torch.utils._pytree import tree_flatten
 
 from ..decisions import OpDecision
-from ..lowering_graph import is_qdq, node_op
+from ..lowering_graph import node_op
 from .compare import OutputCheck, OutputQuant, check_outputs
 
 DEFAULT_TARGET = "esp32s3"
@@ -60,8 +60,6 @@ _QUANTIZE_PER_TENSOR = {
     "quantized_decomposed.quantize_per_tensor.tensor",
 }
 _SOFTMAX = {"aten.softmax.int", "aten._softmax.default"}
-# how a node is told apart from the ones we record as compute: the q/dq ops and these
-_BOOKKEEPING = {"getitem", "placeholder", "output", "get_attr"}
 
 
 @dataclass
@@ -306,7 +304,3 @@ class EspNNTester(Tester):  # type: ignore[misc]
                 raise AssertionError("; ".join(bad))
         return self
 
-
-def is_compute(node: Node) -> bool:
-    """A node the suite's delegation counts include and the partitioner decides on."""
-    return node.op == "call_function" and not is_qdq(node) and node_op(node) not in _BOOKKEEPING
