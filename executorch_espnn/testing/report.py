@@ -152,6 +152,11 @@ class Counts:
     def pass_rate(self) -> float | None:
         return self.passed / self.ran if self.ran else None
 
+    @property
+    def delegating(self) -> int:
+        """Passing tests in which the backend ran at least one operator."""
+        return self.by_category.get("delegated", 0) + self.by_category.get("partial", 0)
+
 
 def count(tests: Iterable[Test]) -> Counts:
     c = Counter(t.category for t in tests)
@@ -194,7 +199,7 @@ class Summary:
     def as_json(self) -> dict[str, Any]:
         def counts(c: Counts) -> dict[str, Any]:
             return {"total": c.total, "passed": c.passed, "ran": c.ran, "pass_rate": c.pass_rate,
-                    **c.by_category}
+                    "delegating": c.delegating, **c.by_category}
 
         return {
             "flows": self.flows,
@@ -264,7 +269,8 @@ def print_summary(summary: Summary, out: Any = sys.stdout) -> None:
         fam = summary.family_totals[flow]
         parts = ", ".join(f"{n} {k}" for k, n in c.by_category.items())
         out.write(f"{flow}: {c.total} tests ({parts}); pass rate {_pct(c)} of {c.ran} run; "
-                  f"on the delegated families {fam.passed}/{fam.ran} = {_pct(fam)}\n")
+                  f"on the delegated families {fam.passed}/{fam.ran} = {_pct(fam)}, "
+                  f"{fam.delegating} of them delegating\n")
     for f in summary.findings:
         out.write(f"  {f.category}: [{f.flow}] {f.nodeid}: {f.message[:200]}\n")
 
