@@ -114,6 +114,9 @@ ELEMENTWISE_CASES = [
          ((1, 3, 6, 6),), [Q, "CONV2D", "ADD", DQ]),
     Case("mul_constant_per_channel", lambda: WithConstant((1, 4, 1, 1), mul=True), ((1, 4, 5, 6),),
          [Q, "MUL", DQ]),
+    Case("add_alpha", f(lambda m, x, y: torch.add(x, y, alpha=2)), ((1, 25), (1, 25)), [Q, Q, "ADD", DQ]),
+    Case("add_alpha_broadcast", f(lambda m, x, y: torch.add(x, y, alpha=0.25)), ((2, 3, 6), (6,)),
+         [Q, Q, "RESHAPE", "ADD", DQ]),
     Case("mul_scalar_lut", f(lambda m, x: x * -1.5), ((1, 3, 4, 4),), [Q, "LUT", DQ]),
 ]
 
@@ -129,6 +132,8 @@ POOL_CASES = [
     Case("avgpool_ceil_include", lambda: nn.AvgPool2d(3, 2, 1, ceil_mode=True), ((1, 3, 8, 8),),
          [Q, "AVG_POOL2D", DQ]),
     Case("adaptive_avgpool_1x1", lambda: nn.AdaptiveAvgPool2d(1), ((1, 5, 6, 7),), [Q, "AVG_POOL2D", DQ]),
+    Case("adaptive_avgpool_uniform", lambda: nn.AdaptiveAvgPool2d((5, 3)), ((2, 4, 15, 12),), [Q, "AVG_POOL2D", DQ],
+         {"kernel_h": 3, "kernel_w": 4, "stride_h": 3, "stride_w": 4, "pad_top": 0, "divisor_mode": 0}),
     Case("mean_hw_keepdim", f(lambda m, x: x.mean((2, 3), keepdim=True)), ((1, 5, 6, 7),), [Q, "AVG_POOL2D", DQ]),
     Case("mean_hw_flat", f(lambda m, x: x.mean((-1, -2))), ((2, 5, 4, 4),), [Q, "AVG_POOL2D", "RESHAPE", DQ]),
 ]
@@ -272,8 +277,13 @@ def test_mean_with_its_own_output_scale_uses_mean_hw() -> None:
         (lambda: nn.AvgPool2d(2, divisor_override=3), (1, 3, 8, 8), "aten.avg_pool2d.default", "divisor_override"),
         (lambda: nn.Softmax(2), (1, 3, 4, 5), "aten._softmax.default", "contiguous"),
         (lambda: nn.ELU(), (1, 3, 4, 5), "aten.elu.default", "no ESP-NN lowering"),
+        (lambda: nn.AdaptiveAvgPool2d(3), (1, 3, 10, 10), "aten._adaptive_avg_pool2d.default",
+         "output sizes that divide the input"),
+        (f(lambda m, x: torch.add(x, x.flip(-1), alpha=-1)), (1, 3, 4, 5), "aten.add.Tensor",
+         "only a positive number"),
     ],
-    ids=["maxpool_dilation", "avgpool_divisor_override", "softmax_dim2", "elu"],
+    ids=["maxpool_dilation", "avgpool_divisor_override", "softmax_dim2", "elu", "adaptive_avgpool_uneven",
+         "add_negative_alpha"],
 )
 def test_unsupported_variants_stay_on_cpu_with_reason(
     make: Callable[[], nn.Module], shape: tuple[int, ...], op: str, reason: str

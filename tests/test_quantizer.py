@@ -329,6 +329,16 @@ def test_mean_over_channels_gets_its_own_observer() -> None:
     assert output_qparams(node) != input_qparams(node)
 
 
+def test_float64_results_stay_float() -> None:
+    # found by ExecuTorch's backend suite (test_mean_output_dtype): quantize_per_tensor
+    # accepts float32 (and 16-bit floats) only, so a float64 mean must not be annotated
+    x = torch.randn(5, 10)
+    gm = run_pt2e(Fn(lambda s, x: torch.mean(x, dim=1, dtype=torch.float64)), (x,), minmax_quantizer())
+    assert count(gm, Q) == 0
+    assert gm(x).dtype == torch.float64
+    torch.export.export(gm, (x,))  # the converted model still exports
+
+
 # --------------------------------------------------------------------------- softmax / LUT / mul
 
 

@@ -56,10 +56,13 @@ def _scalar_lut(unit: Unit, b: PayloadBuilder) -> bool:
     node = unit.anchor
     if len(unit.inputs) != 1:
         return False
-    op = aten_overload("aten.add.Tensor" if node_op(node).startswith("aten.add") else "aten.mul.Tensor")
+    is_add = node_op(node).startswith("aten.add")
+    op = aten_overload("aten.add.Tensor" if is_add else "aten.mul.Tensor")
     scalar = _scalar(node, b.ctx)
     if scalar is None:  # pragma: no cover - _operands returned one input only for a number
         raise Unsupported("second operand is not a number")
+    if is_add:
+        scalar = scalar * _alpha(node)
     bounds = [clamp_bounds(f) for f in unit.fused]
 
     def fn(t: torch.Tensor) -> torch.Tensor:
@@ -94,16 +97,23 @@ def _broadcast_operands(unit: Unit, b: PayloadBuilder) -> tuple[Value, Value, Pe
     return vals[0], vals[1], perm, out_shape
 
 
+def _alpha(node: Node) -> float:
+    """add's ``alpha`` (a + alpha * b); a positive number folds into b's rescale."""
+    from ..lowering_graph import node_arg
+
+    alpha = node_arg(node, 2, "alpha", 1)
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not alpha > 0:
+        raise Unsupported(f"add with alpha {alpha!r}; only a positive number is delegated")
+    return float(alpha)
+
+
 @register
 class Add(OpLowering):
     targets = ("aten.add.Tensor", "aten.add.Scalar")
     fuses_activation = True
 
     def activation_args(self, node: Node, ctx: GraphContext) -> list[Node]:
-        from ..lowering_graph import node_arg
-
-        if node_arg(node, 2, "alpha", 1) != 1:
-            raise Unsupported("add with alpha != 1")
+        _alpha(node)
         return _operands(node, ctx)
 
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
@@ -114,11 +124,13 @@ class Add(OpLowering):
         va, vb, perm, shape = _broadcast_operands(unit, b)
         assert va.qp is not None and vb.qp is not None
         qout = qdq_params(unit.output)
-        twice_max = 2.0 * max(va.qp.scale, vb.qp.scale)
+        # a + alpha * b: alpha scales the second operand's real value, i.e. its scale
+        scale_b = vb.qp.scale * _alpha(unit.anchor)
+        twice_max = 2.0 * max(va.qp.scale, scale_b)
         requant(va.qp.scale / twice_max, "add, first operand")
-        requant(vb.qp.scale / twice_max, "add, second operand")
+        requant(scale_b / twice_max, "add, second operand")
         requant(twice_max / ((1 << ADD_LEFT_SHIFT) * qout.scale), "add, output")
-        p = add_params(va.qp.scale, vb.qp.scale, qout.scale, ADD_LEFT_SHIFT)
+        p = add_params(va.qp.scale, scale_b, qout.scale, ADD_LEFT_SHIFT)
         act_min, act_max = act_range(unit, qout)
         ta, tb = b.realize(va, perm), b.realize(vb, perm)
         _, out = b.define(unit.output, perm, shape)

@@ -1,4 +1,5 @@
-"""max/avg pool 2d, and global average pooling (adaptive avg pool to 1x1, mean over H, W)."""
+"""max/avg pool 2d, global average pooling (adaptive avg pool to 1x1, mean over H, W) and
+adaptive average pooling to sizes that divide the input."""
 
 from __future__ import annotations
 
@@ -177,8 +178,33 @@ class AdaptiveAvgPool2d(OpLowering):
         from ..lowering_graph import node_arg
 
         size = pair(node_arg(unit.anchor, 1, "output_size"), "output_size")
-        if size != (1, 1):
-            raise Unsupported(f"adaptive average pooling to {size}; only 1x1 is delegated")
-        if b.operand(unit.inputs[0]).rank != 4:
+        x = b.operand(unit.inputs[0])
+        if x.rank != 4:
             raise Unsupported("adaptive average pooling of a non-4-D tensor")
-        _global_pool(unit, b)
+        if size == (1, 1):
+            _global_pool(unit, b)
+            return
+        _uniform_adaptive_pool(unit, b, size)
+
+
+def _uniform_adaptive_pool(unit: Unit, b: PayloadBuilder, size: tuple[int, int]) -> None:
+    """Adaptive pooling whose output size divides the input's is an average pool with
+    uniform windows (kernel = stride = input / output, no padding)."""
+    from ..lowering_graph import qdq_params, static_shape
+    from ..payload_builder import nhwc
+
+    x = b.operand(unit.inputs[0])
+    h, w = x.shape[2], x.shape[3]
+    if size[0] < 1 or size[1] < 1 or h % size[0] or w % size[1]:
+        raise Unsupported(
+            f"adaptive average pooling of {h}x{w} to {size}: only 1x1 and output sizes that divide "
+            "the input (uniform windows) are delegated"
+        )
+    if qdq_params(unit.output) != x.qp:
+        raise Unsupported("input and output quantization differ; ESP-NN average pooling keeps them equal")
+    k = (h // size[0], w // size[1])
+    params = _window_params(x.shape, static_shape(unit.output), k, k, (0, 0))
+    params["divisor_mode"] = AVG_DIVISOR_VALID
+    x_t = b.realize(x, nhwc(4))
+    _, out = b.define(unit.output, nhwc(4))
+    b.emit(Opcode.AVG_POOL2D, [x_t], out, params)

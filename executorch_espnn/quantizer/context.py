@@ -28,11 +28,17 @@ def output_is_quantized(node: Node) -> bool:
     return isinstance(ann, QuantizationAnnotation) and ann.output_qspec is not None
 
 
+# what quantized_decomposed.quantize_per_tensor accepts (it upcasts 16-bit floats); a
+# float64 tensor given to it fails when the converted model runs or is exported
+QUANTIZABLE_DTYPES = frozenset({torch.float32, torch.float16, torch.bfloat16})
+
+
 def is_float_tensor(node: Node) -> bool:
-    """Whether ``node`` produces a floating-point tensor (True when export recorded no value)."""
+    """Whether ``node`` produces a floating-point tensor the int8 quantize ops accept
+    (True when export recorded no value); float64 tensors stay float."""
     val = node.meta.get("val")
     if isinstance(val, torch.Tensor):
-        return val.dtype.is_floating_point
+        return val.dtype in QUANTIZABLE_DTYPES
     return val is None
 
 
