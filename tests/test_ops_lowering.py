@@ -298,7 +298,7 @@ def test_conv1d_filter_is_ohwi_with_height_1() -> None:
     w = getattr(low.converted, w_q.target).numpy()
     assert (raw[:, 0] == w.transpose(0, 2, 1)).all()
     # the RESHAPEs around the conv are the [N, L, C] <-> [N, 1, L, C] views, planned in place
-    q_op, in_view, conv, out_view, dq_op = p.ops
+    q_op, in_view, _conv, out_view, _dq = p.ops
     assert (q_op.params["perm1"], q_op.params["perm2"]) == (2, 1)  # quantized straight into [N, L, C]
     for view in (in_view, out_view):
         assert p.tensors[view.inputs[0]].offset == p.tensors[view.output].offset
