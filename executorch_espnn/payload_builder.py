@@ -92,6 +92,23 @@ def same_bytes(shape: Sequence[int], a: Perm, b: Perm) -> bool:
     return [p for p in a if shape[p] != 1] == [p for p in b if shape[p] != 1]
 
 
+def unit_dim_view(src: Sequence[int], dst: Sequence[int]) -> bool:
+    """Whether ``dst`` only adds or drops unit dims of ``src`` (same bytes in any order)."""
+    return [d for d in src if d != 1] == [d for d in dst if d != 1]
+
+
+def view_perm(src: Sequence[int], perm: Perm, dst: Sequence[int]) -> Perm:
+    """The order of the unit-dim view ``dst`` of a ``src`` tensor laid out in ``perm`` that
+    keeps its bytes where they are (``dst`` unit dims go where they least disturb the order)."""
+    moved = dict(zip([i for i, d in enumerate(src) if d != 1], [i for i, d in enumerate(dst) if d != 1],
+                     strict=True))
+    order = [moved[p] for p in perm if p in moved]
+    for u in (i for i, d in enumerate(dst) if d == 1):
+        at = next((k for k, p in enumerate(order) if p > u), len(order))
+        order.insert(at, u)
+    return tuple(order)
+
+
 def perm_words(perm: Sequence[int]) -> dict[str, int]:
     p = list(perm) + list(range(len(perm), 4))
     return {f"perm{i}": p[i] for i in range(4)}
@@ -107,6 +124,8 @@ class Value:
     qp: QParams | None
     real: dict[Perm, int] = field(default_factory=dict)
     lazy: Callable[[Perm], int] | None = None
+    # a unit-dim view of this value (``PayloadBuilder.reshaped``): its layouts are free here
+    view_of: Value | None = None
 
     @property
     def rank(self) -> int:
@@ -147,6 +166,8 @@ class PayloadBuilder:
         self.outputs: list[int] = []
         self._const_cache: dict[tuple[int, tuple[int, ...], bytes], int] = {}
         self._operand_cache: dict[tuple[int, QParams], Value] = {}
+        # (id of a value, shape) -> (that value, its view): one view per shape, both ways
+        self._views: dict[tuple[int, tuple[int, ...]], tuple[Value, Value]] = {}
 
     # ----------------------------------------------------------------- tensors
     def _tensor(self, rec: TensorRec) -> int:
@@ -343,13 +364,31 @@ class PayloadBuilder:
         return self.realize(v, ident)
 
     def reshaped(self, v: Value, shape: Sequence[int]) -> Value:
-        """``v`` viewed with another shape of the same size (a RESHAPE, made on demand)."""
+        """``v`` viewed with another shape of the same size (a RESHAPE, made on demand).
+
+        A view that only adds or drops unit dims ([N, C, L] as [N, C, 1, L]) keeps any
+        layout ``v`` has: the RESHAPE reads its bytes where they are (planned in place).
+        Other views read ``v`` in logical order.  Views are cached both ways, so viewing
+        a view back gives the original value and its realizations.
+        """
         shp = tuple(int(d) for d in shape)
         if int(np.prod(shp, dtype=np.int64)) != int(np.prod(v.shape, dtype=np.int64)):
             raise Unsupported(f"cannot view {v.shape} as {shp}")
         if shp == v.shape:
             return v
+        cached = self._views.get((id(v), shp))
+        if cached is not None:
+            return cached[1]
         nv = Value(f"{v.name}:view", shp, v.dtype, v.qp)
+
+        def make_unit(perm: Perm) -> int:
+            out = self.arena(shp, v.dtype, v.qp, perm)
+            for p, tid in v.real.items():
+                if same_bytes(shp, view_perm(v.shape, p, shp), perm):
+                    self.emit(Opcode.RESHAPE, [tid], out)
+                    return out
+            self.emit(Opcode.RESHAPE, [self.realize(v, view_perm(shp, perm, v.shape))], out)
+            return out
 
         def make(perm: Perm) -> int:
             src = self.contiguous(v)
@@ -358,18 +397,49 @@ class PayloadBuilder:
             nv.real[identity(len(shp))] = out
             return self.realize(nv, perm)
 
-        nv.lazy = make
+        if unit_dim_view(v.shape, shp):
+            nv.lazy, nv.view_of = make_unit, v
+        else:
+            nv.lazy = make
+        self._views[(id(v), shp)] = (v, nv)
+        self._views[(id(nv), v.shape)] = (nv, v)
         return nv
+
+    def define_view(self, q: Node, shape: Sequence[int], perm: Perm) -> tuple[Value, int]:
+        """Like ``define``, for an op that writes ``q``'s value with unit dims added or
+        dropped (a conv1d's [N, C, L] result written as [N, C, 1, L]): a fresh ``shape``
+        tensor in ``perm``, and ``q`` defined as its view (a reader of that same view gets
+        the tensor itself; others a RESHAPE, free in place)."""
+        qp = qdq_params(q)
+        shp = tuple(int(d) for d in shape)
+        logical = static_shape(q)
+        if not unit_dim_view(shp, logical):
+            raise AssertionError(f"define_view of {q.name}: {shp} is not a unit-dim view of {logical}")
+        inner = Value(f"{q.name}:{'x'.join(map(str, shp))}", shp, DType.INT8, qp)
+        tid = self.arena(shp, DType.INT8, qp, perm)
+        inner.real[perm] = tid
+        v = self.reshaped(inner, logical)
+        v.name = q.name
+        self.values[q] = v
+        return inner, tid
+
+    def layouts(self, v: Value) -> list[Perm]:
+        """The orders ``v`` has, or (a view not made yet) can have without moving bytes."""
+        if v.real or v.view_of is None:
+            return list(v.real)
+        base = v.view_of
+        return [view_perm(base.shape, p, v.shape) for p in self.layouts(base)]
 
     def any_layout(self, v: Value, prefer: Perm) -> Perm:
         """A layout ``v`` already has (``prefer``, or one with the same bytes, if possible);
         ``prefer`` when ``v`` is not made yet."""
-        if not v.real or prefer in v.real:
+        have = self.layouts(v)
+        if not have or prefer in have:
             return prefer
-        for p in v.real:
+        for p in have:
             if same_bytes(v.shape, p, prefer):
                 return p
-        return next(iter(v.real))
+        return have[0]
 
     def lazy_quantize(self, q: Node) -> None:
         """A boundary quantize: float → int8, emitted in the order its first reader wants."""
@@ -463,8 +533,11 @@ class PayloadBuilder:
         )
         names: dict[int, tuple[str, Perm, tuple[int, ...]]] = {}
         for node, v in self.values.items():
-            for perm, tid in v.real.items():
-                names.setdefault(tid, (node.name, perm, v.shape))
+            seen: Value | None = v
+            while seen is not None:  # a value and the tensors it views (conv1d's 4-D result)
+                for perm, tid in seen.real.items():
+                    names.setdefault(tid, (node.name, perm, seen.shape))
+                seen = seen.view_of
         try:
             data = encode(payload)
         except PayloadError as e:

@@ -182,7 +182,7 @@ SELECTION: dict[tuple[str, str], str] = {
     ("test_conv2d.py", "test_conv2d_kernel_size"): "delegated",
     ("test_conv2d.py", "test_conv2d_no_bias"): "delegated",
     ("test_conv2d.py", "test_conv2d_different_spatial_dims"): "delegated",
-    ("test_conv1d.py", "test_conv1d_basic"): "fallback",  # the quantizer leaves conv1d float
+    ("test_conv1d.py", "test_conv1d_basic"): "delegated",  # the conv2d of the [N, C, 1, L] view
     # fully connected
     ("test_linear.py", "test_linear_unbatched"): "delegated",
     ("test_linear.py", "test_linear_feature_sizes"): "partial",  # a bias beyond 2^24 accumulator units

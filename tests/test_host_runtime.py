@@ -591,6 +591,11 @@ def _op_cases() -> dict[str, tuple[object, tuple[tuple[int, ...], ...]]]:
         "grouped_g4_16": (nn.Conv2d(16, 16, 3, padding=1, groups=4), ((1, 16, 8, 8),)),
         "dilated_2": (nn.Conv2d(6, 10, 3, padding=2, dilation=2), img),
         "asymmetric_pad": (AsymPadConv(), img),
+        "conv1d_s2_pad": (nn.Conv1d(6, 10, 3, stride=2, padding=1), ((2, 6, 19),)),
+        "conv1d_dw_then_dense": (  # depthwise (x2) then dense, the second reading the first's NHWC
+            nn.Sequential(nn.Conv1d(6, 12, 3, padding=2, dilation=2, groups=6), nn.ReLU(), nn.Conv1d(12, 5, 1)),
+            ((1, 6, 23),),
+        ),
         "linear": (nn.Linear(20, 7), ((2, 20),)),
         "add_broadcast": (Add(), ((1, 6, 5, 7), (1, 6, 1, 7))),
         "mul_broadcast": (Mul(), ((1, 6, 5, 7), (1, 1, 5, 7))),

@@ -37,7 +37,8 @@ class Case:
     make: Callable[[], nn.Module]
     shapes: tuple[tuple[int, ...], ...]
     ops: list[str]  # payload ops in order
-    params: dict[str, int] = field(default_factory=dict)  # expected params of the first op named ops[1]
+    params: dict[str, int] = field(default_factory=dict)  # expected params of the first op named param_op
+    param_op: str = ""  # default: ops[1]
 
 
 class WithConstant(nn.Module):
@@ -54,6 +55,10 @@ class WithConstant(nn.Module):
 
 def conv(*a: Any, **k: Any) -> Callable[[], nn.Module]:
     return lambda: nn.Conv2d(*a, **k)
+
+
+def conv1d(*a: Any, **k: Any) -> Callable[[], nn.Module]:
+    return lambda: nn.Conv1d(*a, **k)
 
 
 def seq(*mods: Callable[[], nn.Module]) -> Callable[[], nn.Module]:
@@ -91,6 +96,30 @@ CONV_CASES = [
          ((1, 4, 8, 8),), [Q, "CONV2D", DQ]),
     Case("conv_clamp_fused", f(lambda m, x: torch.clamp(m[0](x), min=-1.0, max=2.0), conv(4, 8, 1)),
          ((1, 4, 8, 8),), [Q, "CONV2D", DQ]),
+]
+
+# conv1d runs as the conv2d of the [N, C, 1, L] view: QUANTIZE straight into [N, L, C], whose
+# bytes are NHWC [N, 1, L, C] (the RESHAPEs are planned in place), never a TRANSPOSE
+C1 = [Q, "RESHAPE", "CONV2D", "RESHAPE", DQ]
+CONV1D_CASES = [
+    Case("conv1d", conv1d(3, 6, 3), ((1, 3, 20),), C1,
+         {"stride_h": 1, "stride_w": 1, "pad_top": 0, "pad_left": 0, "dilation_h": 1, "dilation_w": 1, "groups": 1}, "CONV2D"),
+    Case("conv1d_s2_pad2_batch2", conv1d(5, 7, 4, stride=2, padding=2), ((2, 5, 17),), C1,
+         {"stride_h": 1, "stride_w": 2, "pad_top": 0, "pad_bottom": 0, "pad_left": 2, "pad_right": 2}, "CONV2D"),
+    Case("conv1d_dilated_d3", conv1d(4, 6, 3, padding=3, dilation=3), ((1, 4, 16),), C1,
+         {"dilation_h": 1, "dilation_w": 3, "pad_left": 3}, "CONV2D"),
+    Case("conv1d_depthwise", conv1d(8, 8, 5, padding=2, groups=8), ((2, 8, 30),),
+         [Q, "RESHAPE", "DEPTHWISE_CONV2D", "RESHAPE", DQ], {"ch_mult": 1, "pad_left": 2, "pad_top": 0}, "DEPTHWISE_CONV2D"),
+    Case("conv1d_depthwise_mult2_s2", conv1d(4, 8, 3, stride=2, groups=4), ((1, 4, 21),),
+         [Q, "RESHAPE", "DEPTHWISE_CONV2D", "RESHAPE", DQ], {"ch_mult": 2, "stride_w": 2}, "DEPTHWISE_CONV2D"),
+    Case("conv1d_grouped_g3", conv1d(6, 9, 3, padding=1, groups=3), ((1, 6, 12),), C1, {"groups": 3}, "CONV2D"),
+    Case("conv1d_nobias", conv1d(3, 6, 5, bias=False), ((4, 3, 50),), C1),
+    Case("conv1d_relu_fused", seq(conv1d(3, 8, 3, padding=1), nn.ReLU), ((1, 3, 16),), C1),
+    Case("conv1d_same_padding", conv1d(4, 4, 5, padding="same"), ((1, 4, 11),), C1, {"pad_left": 2}, "CONV2D"),
+    Case("conv1d_single_channel", conv1d(1, 1, 3), ((4, 1, 50),), C1),
+    # the second conv1d reads the first's 4-D NHWC result itself: no op between them
+    Case("conv1d_x2_chained", seq(conv1d(3, 8, 3, padding=1), nn.ReLU, conv1d(8, 4, 3, stride=2)), ((2, 3, 24),),
+         [Q, "RESHAPE", "CONV2D", "CONV2D", "RESHAPE", DQ]),
 ]
 
 LINEAR_CASES = [
@@ -186,7 +215,7 @@ MOVEMENT_CASES = [
          [Q, "UPSAMPLE_NEAREST", DQ]),
 ]
 
-ALL = CONV_CASES + LINEAR_CASES + ELEMENTWISE_CASES + POOL_CASES + SOFTMAX_CASES + LUT_CASES + MOVEMENT_CASES
+ALL = CONV_CASES + CONV1D_CASES + LINEAR_CASES + ELEMENTWISE_CASES + POOL_CASES + SOFTMAX_CASES + LUT_CASES + MOVEMENT_CASES
 
 
 def _lower_case(case: Case) -> Lowered:
@@ -203,7 +232,7 @@ def test_single_op(case: Case) -> None:
     assert len(low.payloads) == 1
     assert low.opcodes() == case.ops
     if case.params:
-        op = next(o for o in low.decoded().ops if o.opcode.name == case.ops[1])
+        op = next(o for o in low.decoded().ops if o.opcode.name == (case.param_op or case.ops[1]))
         assert {k: op.params[k] for k in case.params} == case.params
     check_numerics(low)
 
@@ -249,6 +278,54 @@ def test_conv_bias_and_weights_layout() -> None:
     )
     w = getattr(low.converted, w_q.target).numpy()
     assert (raw == w.transpose(0, 2, 3, 1)).all()
+
+
+def test_conv1d_filter_is_ohwi_with_height_1() -> None:
+    """conv1d's [O, I, K] weights become the OHWI filter [O, 1, K, I] of an H = 1 CONV2D whose
+    input and output are the [N, 1, L, C] (NHWC) views of [N, C, L]."""
+    torch.manual_seed(0)
+    m = nn.Conv1d(3, 4, 5, padding=1).eval()
+    low = lower(m, (torch.randn(2, 3, 12),))
+    p = low.decoded()
+    op = next(o for o in p.ops if o.opcode == Opcode.CONV2D)
+    filt = p.tensors[op.inputs[1]]
+    assert filt.dims == (4, 1, 5, 3)
+    assert p.tensors[op.inputs[0]].dims == (2, 1, 12, 3) and p.tensors[op.output].dims == (2, 1, 10, 4)
+    raw = np.frombuffer(p.constants[filt.offset:filt.offset + filt.nbytes], dtype=np.int8).reshape(filt.dims)
+    w_q = next(
+        n for n in low.converted.graph.nodes if n.op == "get_attr" and getattr(low.converted, n.target).dtype == torch.int8
+    )
+    w = getattr(low.converted, w_q.target).numpy()
+    assert (raw[:, 0] == w.transpose(0, 2, 1)).all()
+    # the RESHAPEs around the conv are the [N, L, C] <-> [N, 1, L, C] views, planned in place
+    q_op, in_view, _conv, out_view, _dq = p.ops
+    assert (q_op.params["perm1"], q_op.params["perm2"]) == (2, 1)  # quantized straight into [N, L, C]
+    for view in (in_view, out_view):
+        assert p.tensors[view.inputs[0]].offset == p.tensors[view.output].offset
+
+
+def _conv1d_big_bias() -> nn.Module:
+    conv = nn.Conv1d(3, 8, 3)
+    with torch.no_grad():
+        conv.bias.zero_()
+        conv.bias[5] = 5000.0  # in accumulator units (s_in * s_w ~ 1e-4) beyond 2**24
+    return conv
+
+
+@pytest.mark.parametrize(
+    ("make", "shape", "reason"),
+    [
+        (_conv1d_big_bias, (1, 3, 16), "output channel 5"),
+        (lambda: nn.Conv1d(1, 2, 3), (1, 1, 70000), "outside 1..65535"),
+    ],
+    ids=["bias_beyond_2_pow_24", "length_beyond_uint16"],
+)
+def test_conv1d_value_checks_keep_it_on_cpu(make: Callable[[], nn.Module], shape: tuple[int, ...],
+                                            reason: str) -> None:
+    torch.manual_seed(0)
+    low = lower(make().eval(), (torch.randn(shape),))
+    (d,) = [d for d in low.decisions if d.op == "aten.convolution.default"]
+    assert not d.delegated and reason in d.reason, d.reason
 
 
 def test_mean_with_its_own_output_scale_uses_mean_hw() -> None:

@@ -139,6 +139,57 @@ def conv_target(gm: GraphModule) -> Any:
     return aten.conv2d.padding if ops(gm, aten.conv2d.padding) else aten.conv2d.default
 
 
+@pytest.mark.parametrize(
+    "conv",
+    [
+        nn.Conv1d(3, 8, 3, padding=1),
+        nn.Conv1d(4, 6, 5, stride=2, padding=2),
+        nn.Conv1d(4, 4, 3, groups=4, padding=1),  # depthwise
+        nn.Conv1d(4, 8, 3, groups=2, dilation=2, padding=2),  # grouped + dilated
+        nn.Conv1d(4, 8, 3, padding="same"),
+    ],
+    ids=["k3", "strided", "depthwise", "grouped-dilated", "same"],
+)
+def test_conv1d_weights_per_channel_int8_and_int32_bias(conv: nn.Conv1d) -> None:
+    """conv1d is annotated like conv2d: the 3-D [out, in/groups, k] weight per output channel."""
+    torch.manual_seed(0)
+    conv.weight.data *= torch.linspace(0.2, 3.0, conv.out_channels).view(-1, 1, 1)
+    ex = (torch.randn(2, conv.in_channels, 16),)
+    gm = run_pt2e(Fn(lambda s, x: s.mods[0](x), conv), ex)
+    node = one(gm, aten.conv1d.padding if ops(gm, aten.conv1d.padding) else aten.conv1d.default)
+    assert conv.bias is not None
+    _check_weight_and_bias(gm, node, conv.weight, conv.bias)
+    assert node.args[0].target == DQ
+    assert output_q(node).args[3:] == (-128, 127, torch.int8)
+    assert count(gm, Q) == 2 and count(gm, DQC) == 2
+
+
+def test_conv1d_without_bias_and_module_configs() -> None:
+    """No bias constant without a bias; a per-module None keeps just that conv1d float."""
+
+    class TwoConv1d(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = nn.Conv1d(3, 4, 3, bias=False)
+            self.b = nn.Conv1d(4, 4, 1)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.b(self.a(x))
+
+    ex = (torch.randn(1, 3, 10),)
+    gm = run_pt2e(TwoConv1d(), ex)
+    assert count(gm, DQC) == 1 + 2  # a: weight; b: weight and bias
+    a = next(n for n in ops(gm, aten.conv1d.default) if _scope(n) == "a")
+    assert len(a.args) < 3 or a.args[2] is None
+    assert weight_dq(gm, a, 1)[0].dtype == torch.int8
+    gm2 = run_pt2e(TwoConv1d(), ex, EspNNQuantizer().set_module_name("b", None))
+    convs = {_scope(n): n for n in ops(gm2, aten.conv1d.default)}
+    assert weight_dq(gm2, convs["a"], 1)[0].dtype == torch.int8
+    assert const(gm2, convs["b"].args[1]).dtype == torch.float32 and _is_float_module_node(convs["b"])
+    gm3 = run_pt2e(TwoConv1d(), ex, EspNNQuantizer().set_module_type(nn.Conv1d, None))
+    assert count(gm3, DQC) == 0
+
+
 def test_linear_weights_per_channel_int8_and_int32_bias() -> None:
     torch.manual_seed(1)
     lin = nn.Linear(16, 10)
@@ -192,6 +243,7 @@ ACTIVATIONS: dict[str, tuple[Callable[[torch.Tensor], torch.Tensor], tuple[float
 
 ANCHORS: dict[str, tuple[Callable[[], nn.Module], Any, Callable[[], tuple[torch.Tensor, ...]]]] = {
     "conv": (lambda: nn.Conv2d(3, 4, 3), aten.conv2d.default, lambda: (torch.randn(1, 3, 8, 8),)),
+    "conv1d": (lambda: nn.Conv1d(3, 4, 3), aten.conv1d.default, lambda: (torch.randn(2, 3, 12),)),
     "linear": (lambda: nn.Linear(8, 4), aten.linear.default, lambda: (torch.randn(2, 8),)),
     "add": (lambda: nn.Identity(), aten.add.Tensor, lambda: (torch.randn(1, 4, 5, 5), torch.randn(1, 4, 5, 5))),
 }

@@ -1,7 +1,15 @@
-"""conv2d: dense, depthwise (with channel multiplier), grouped, strided, padded, dilated."""
+"""conv2d and conv1d: dense, depthwise (with channel multiplier), grouped, strided, padded, dilated.
+
+A conv1d on [N, C, L] runs as the conv2d of its [N, C, 1, L] view (kernel (1, k), stride
+(1, s), padding (0, p), dilation (1, d)), as TFLite converts Conv1D: NHWC [N, 1, L, C] has
+the bytes of [N, L, C], so the view costs at most a RESHAPE planned in place, and a conv1d
+reading another conv1d's result reads its 4-D tensor directly.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -15,12 +23,12 @@ from .common import act_range, channel_requant, pair, quantize_bias
 if TYPE_CHECKING:
     from torch.fx import Node
 
-    from ..lowering_graph import GraphContext
-    from ..payload_builder import PayloadBuilder
+    from ..lowering_graph import GraphContext, QuantWeight
+    from ..payload_builder import PayloadBuilder, Value
 
 
 @register
-class Conv2d(OpLowering):
+class Convolution(OpLowering):
     targets = ("aten.convolution.default",)
     fuses_activation = True
 
@@ -30,34 +38,86 @@ class Conv2d(OpLowering):
         return [a for a in node.args[1:3] if isinstance(a, FxNode) and a.op == "call_function"]
 
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
-        from ..lowering_graph import node_arg, qdq_params, static_shape
+        from ..lowering_graph import node_arg, static_shape
         from ..payload_builder import nhwc
 
         node = unit.anchor
         x = b.operand(unit.inputs[0])
         assert x.qp is not None
-        if x.rank != 4:
-            raise Unsupported(f"{x.rank - 2}-D convolution; only 2-D convolutions are delegated")
+        if x.rank not in (3, 4):
+            raise Unsupported(f"{x.rank - 2}-D convolution; only 1-D and 2-D convolutions are delegated")
         if node_arg(node, 6, "transposed"):
             raise Unsupported("transposed convolution is not supported by ESP-NN")
         if any(int(p) for p in node_arg(node, 7, "output_padding")):
             raise Unsupported("output_padding is not supported")
-        sh, sw = pair(node_arg(node, 3, "stride"), "stride")
-        ph, pw = pair(node_arg(node, 4, "padding"), "padding")
-        dh, dw = pair(node_arg(node, 5, "dilation"), "dilation")
-        groups = int(node_arg(node, 8, "groups"))
         w = b.ctx.weight(node.args[1], "the convolution weight")
-        if w.values.ndim != 4 or w.axis != 0:
-            raise Unsupported("convolution weights must be [out, in/groups, kh, kw] quantized per output channel")
+        if w.values.ndim != x.rank or w.axis != 0:
+            shape = "[out, in/groups, k]" if x.rank == 3 else "[out, in/groups, kh, kw]"
+            raise Unsupported(f"convolution weights must be {shape} quantized per output channel")
+        out_shape = static_shape(unit.output)
+        if len(out_shape) != x.rank:
+            raise Unsupported(f"unexpected output shape {out_shape}")
+        groups = int(node_arg(node, 8, "groups"))
+        if x.rank == 4:
+            conv = _Conv(
+                x, w, out_shape, groups,
+                pair(node_arg(node, 3, "stride"), "stride"),
+                pair(node_arg(node, 4, "padding"), "padding"),
+                pair(node_arg(node, 5, "dilation"), "dilation"),
+            )
+            conv.emit(unit, b, lambda: (b.realize(x, nhwc(4)), b.define(unit.output, nhwc(4))[1]))
+        else:
+            # conv1d: the conv2d of the [N, C, 1, L] views
+            n, c, length = x.shape
+            x4 = b.reshaped(x, (n, c, 1, length))
+            w4 = replace(w, values=w.values[:, :, None, :])
+            out4 = (out_shape[0], out_shape[1], 1, out_shape[2])
+            conv = _Conv(
+                x4, w4, out4, groups,
+                (1, _single(node_arg(node, 3, "stride"), "stride")),
+                (0, _single(node_arg(node, 4, "padding"), "padding")),
+                (1, _single(node_arg(node, 5, "dilation"), "dilation")),
+            )
+            conv.emit(unit, b, lambda: (b.realize(x4, nhwc(4)), b.define_view(unit.output, out4, nhwc(4))[1]))
+
+
+def _single(v: object, what: str) -> int:
+    """A conv1d's stride/padding/dilation: an int or a one-element list."""
+    if isinstance(v, int):
+        return v
+    if isinstance(v, (list, tuple)) and len(v) == 1:
+        return int(v[0])
+    raise Unsupported(f"{what} {v!r} of a 1-D convolution is not one integer")
+
+
+@dataclass(frozen=True)
+class _Conv:
+    """One 2-D convolution over NCHW logical shapes (a conv1d's with H = 1)."""
+
+    x: Value
+    w: QuantWeight
+    out_shape: tuple[int, ...]
+    groups: int
+    stride: tuple[int, int]
+    padding: tuple[int, int]
+    dilation: tuple[int, int]
+
+    def emit(self, unit: Unit, b: PayloadBuilder, tensors: Callable[[], tuple[int, int]]) -> None:
+        """Check everything value-dependent, then emit CONV2D / DEPTHWISE_CONV2D on the
+        (NHWC input, NHWC output) tensors ``tensors`` makes (only once nothing can fail)."""
+        from ..lowering_graph import qdq_params
+
+        x, w, groups = self.x, self.w, self.groups
+        assert x.qp is not None
+        (sh, sw), (ph, pw), (dh, dw) = self.stride, self.padding, self.dilation
         n, cin, h, wd = x.shape
         cout, cin_g, kh, kw = w.values.shape
         if groups < 1 or cin % groups or cout % groups or cin_g * groups != cin:
             raise Unsupported(f"groups={groups} does not divide {cin} input and {cout} output channels")
         qout = qdq_params(unit.output)
-        out_shape = static_shape(unit.output)
-        if out_shape[:2] != (n, cout) or len(out_shape) != 4:
-            raise Unsupported(f"unexpected output shape {out_shape}")
-        oh, ow = out_shape[2], out_shape[3]
+        if self.out_shape[:2] != (n, cout):
+            raise Unsupported(f"unexpected output shape {self.out_shape}")
+        oh, ow = self.out_shape[2], self.out_shape[3]
         for what, size, k, s, p, d, o in (("height", h, kh, sh, ph, dh, oh), ("width", wd, kw, sw, pw, dw, ow)):
             if min(s, d) < 1 or p < 0:
                 raise Unsupported(f"stride/dilation/padding ({s}, {d}, {p}) along {what}")
@@ -73,11 +133,9 @@ class Conv2d(OpLowering):
         # the scales as the float program applies them (float32), so ties break its way
         acc_scales = x.qp.scale32 * w.scales
         mult, shift = channel_requant(acc_scales * qout.inv_scale32, "convolution")
-        bias = quantize_bias(b.ctx.bias(node.args[2], "the convolution bias"), acc_scales, "the convolution bias")
+        bias = quantize_bias(b.ctx.bias(unit.anchor.args[2], "the convolution bias"), acc_scales,
+                             "the convolution bias")
         act_min, act_max = act_range(unit, qout)
-
-        x_t = b.realize(x, nhwc(4))
-        _, out_t = b.define(unit.output, nhwc(4))
         common = {
             "stride_h": sh, "stride_w": sw, "pad_top": ph, "pad_left": pw, "pad_bottom": ph, "pad_right": pw,
             "dilation_h": dh, "dilation_w": dw,
@@ -99,6 +157,7 @@ class Conv2d(OpLowering):
             params = {**common, "groups": groups, **tail}
             # grouped and dilated convolutions run on the engine's own kernel, which needs no scratch
             scratch = conv_scratch(b.target, geom) if groups == 1 and not dilated else 0
+        x_t, out_t = tensors()
         b.emit(
             opcode,
             [x_t, b.constant(filt), None if bias is None else b.constant(bias), b.constant(mult), b.constant(shift)],

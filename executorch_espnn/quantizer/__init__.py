@@ -13,7 +13,7 @@ Graph after ``convert_pt2e`` (default ``fold_quantize=True``), what the lowering
 float/int literals in the args; per-channel ones are constant tensors.  convert_pt2e
 gives every consumer its own dequantize node.
 
-conv2d / linear (bias optional)::
+conv1d / conv2d / linear (bias optional)::
 
     w_dq = qd.dequantize_per_channel.default(W_i8, W_scale_f32[C], W_zp_i64[C]=0, 0, -127, 127, torch.int8)
     b_dq = qd.dequantize_per_channel.default(B_i32, B_scale_f32[C], B_zp_i64[C]=0, 0,
@@ -21,6 +21,7 @@ conv2d / linear (bias optional)::
     x_dq = qd.dequantize_per_tensor.default(x_q, s_in, zp_in, -128, 127, torch.int8)
     y    = aten.conv2d.default(x_dq, w_dq, b_dq, stride, padding, dilation, groups)  # trailing
            # defaults omitted by export; aten.conv2d.padding when padding="same"/"valid";
+           # aten.conv1d.default / .padding likewise with a 3-D [out, in/groups, k] weight;
            # aten.linear.default(x_dq, w_dq, b_dq)
     [y   = <clamp-like>(y, ...)]          # fused activation: NO q/dq between op and activation
     y_q  = qd.quantize_per_tensor.default(y, s_out, zp_out, -128, 127, torch.int8)
@@ -29,7 +30,7 @@ conv2d / linear (bias optional)::
   ``_zero_point_N``); after a later ``torch.export`` they are lifted as BUFFER inputs.
   B_scale[c] == float32(s_in * W_scale[c]); B_i32 = round(b / B_scale) (BN already folded).
 
-clamp-like (fused after conv2d/linear/add when it is the op's only user, else standalone):
+clamp-like (fused after conv1d/conv2d/linear/add when it is the op's only user, else standalone):
   ``aten.relu(_)``, ``aten.relu6``, ``aten.hardtanh(_)(x, min_val, max_val)``,
   ``aten.clamp(_)(x, min, max)`` (either bound may be None), ``aten.clamp_min(_)``,
   ``aten.clamp_max(_)``; export writes bounds positionally, but read them with

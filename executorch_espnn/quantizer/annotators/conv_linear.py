@@ -1,4 +1,5 @@
-"""conv2d (dense, depthwise, grouped, dilated) and linear: weights per-channel int8, int32 bias."""
+"""conv1d/conv2d (dense, depthwise, grouped, dilated) and linear: weights per-channel int8
+(axis 0 of the [out, in/groups, k...] or [out, in] weight), int32 bias."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from .patterns import aten
 
 class ConvLinearAnnotator:
     targets: frozenset[OpOverload] = frozenset({
+        aten.conv1d.default,
+        aten.conv1d.padding,
         aten.conv2d.default,
         aten.conv2d.padding,
         aten.linear.default,
