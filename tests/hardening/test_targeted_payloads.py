@@ -144,7 +144,7 @@ CASES: list[Targeted] = [
              lambda s: s.header("total_size", s.get_header("total_size") + 16),
              "ESPNN_ERR_TRUNCATED", "total_size"),
     Targeted("truncated_header", "conv_1x1", _truncate(63), "ESPNN_ERR_TRUNCATED", "header"),
-    Targeted("truncated_tail", "conv_1x1", _truncate(1071), "ESPNN_ERR_TRUNCATED",
+    Targeted("truncated_tail", "conv_1x1", _truncate(-1), "ESPNN_ERR_TRUNCATED",  # last byte
              "total_size"),
     # --- overlap with constants and other operands; dataflow ------------------------------
     Targeted("op_writes_into_constants", "lut_gelu",
@@ -183,8 +183,9 @@ CASES: list[Targeted] = [
     Targeted("concat_more_than_16_inputs", "concat_channels",
              lambda s: s.op(0, "n_inputs", 17), INVALID, "n_inputs", op=0),
     Targeted("rank_5", "conv_1x1", lambda s: s.tensor(0, "rank", 5), INVALID, "rank", tensor=0),
-    Targeted("dim_past_uint16", "conv_1x1",
-             lambda s: s.tensor(0, "dims[3]", 65536), INVALID, "dims[3]", tensor=0),
+    # dims are u16 since format 2.0, so no dim can exceed 65535; an unused dim must still be 1
+    Targeted("unused_dim_not_one", "conv_1x1",
+             lambda s: s.tensor(0, "rank", 3), INVALID, "dims[3]", tensor=0),
     Targeted("dim_zero", "conv_1x1", lambda s: s.tensor(0, "dims[1]", 0), INVALID, "dims[1]",
              tensor=0),
 ]
