@@ -336,7 +336,7 @@ def test_wrong_format_version_is_incompatible(fc: tuple[bytes, object]) -> None:
 def test_wrong_producer_version_is_incompatible() -> None:
     bad = _fc_variant(patch_header(fc_payload(make_fc_model()), producer_major=0, producer_minor=3,
                                    producer_patch=1))
-    _expect_runtime_error(bad, _x((1, 8)), r"payload format 1\.0 / producer 0\.3\.1, runtime reads")
+    _expect_runtime_error(bad, _x((1, 8)), r"payload format 2\.0 / producer 0\.3\.1, runtime reads format 2\.0")
 
 
 @pytest.mark.slow
