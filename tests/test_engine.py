@@ -245,17 +245,24 @@ def _second_tensor_on_input_buffer() -> bytes:
 
 
 def _wrapped_nbytes() -> bytes:
-    """int32 dims 65535 x 65535 x 2: 4 * product wraps to 0xFFF00008 in 32 bits."""
+    """int32 dims 65535 x 65535 x 2: the computed 4 * product wraps to 0xFFF00008 in 32 bits."""
     data = encode(_lut_payload())
     at = _tensor_at(2)
     data = _patch(data, at + 0, "<BB", DType.INT32, 3)
-    data = _patch(data, at + 4, "<4I", 65535, 65535, 2, 1)
-    return _patch(data, at + 24, "<I", (65535 * 65535 * 2 * 4) & 0xFFFF_FFFF)
+    return _patch(data, at + 4, "<4H", 65535, 65535, 2, 1)
+
+
+def _wrapped_to_zero_nbytes() -> bytes:
+    """int8 dims 32768 x 32768 x 4: 2^32 bytes, 0 in 32 bits, which a parser that lets the
+    product wrap would find inside any arena."""
+    at = _tensor_at(2)
+    data = _patch(encode(_lut_payload()), at + 1, "<B", 3)
+    return _patch(data, at + 4, "<4H", 32768, 32768, 4, 1)
 
 
 def _wrapped_arena_range() -> bytes:
     """offset + nbytes of an arena tensor wraps past 2^32 back inside the arena."""
-    return _patch(encode(_lut_payload()), _tensor_at(2) + 20, "<I", 0xFFFF_FFF0)
+    return _patch(encode(_lut_payload()), _tensor_at(2) + 12, "<I", 0xFFFF_FFF0)
 
 
 def _shift_value(v: int) -> bytes:
@@ -307,7 +314,8 @@ INVALID: list[InvalidCase] = [
     ("truncated_body", lambda: _conv()[:-1], "ESPNN_ERR_TRUNCATED", "total_size"),
     ("trailing_bytes", lambda: _conv() + b"\0", "ESPNN_ERR_INVALID", "total_size"),
     ("bad_magic", lambda: _patch(_conv(), 0, "<4s", b"ESNX"), "ESPNN_ERR_MAGIC", "magic"),
-    ("major_2", lambda: _patch(_conv(), 4, "<H", 2), "ESPNN_ERR_VERSION", "format_version"),
+    ("major_1", lambda: _patch(_conv(), 4, "<H", 1), "ESPNN_ERR_VERSION", "format_version"),
+    ("major_3", lambda: _patch(_conv(), 4, "<H", 3), "ESPNN_ERR_VERSION", "format_version"),
     ("minor_1", lambda: _patch(_conv(), 6, "<H", 1), "ESPNN_ERR_VERSION", "format_version"),
     ("unknown_target", lambda: _patch(_conv(), 11, "<B", 7), "ESPNN_ERR_INVALID", "target"),
     ("flags", lambda: _patch(_conv(), 16, "<I", 1), "ESPNN_ERR_INVALID", "flags"),
@@ -318,15 +326,16 @@ INVALID: list[InvalidCase] = [
     ("too_many_inputs", lambda: _patch(_conv(), 24, "<H", 33), "ESPNN_ERR_INVALID", "n_inputs"),
     ("const_offset", lambda: _patch(_conv(), 44, "<I", 0xFFFF_FFF0), "ESPNN_ERR_INVALID",
      "const_offset"),
-    ("dim_zero", lambda: _patch(_conv(), _tensor_at(0) + 8, "<I", 0), "ESPNN_ERR_INVALID",
+    ("dim_zero", lambda: _patch(_conv(), _tensor_at(0) + 6, "<H", 0), "ESPNN_ERR_INVALID",
      "dims[1]"),
-    ("dim_65536", lambda: _patch(_conv(), _tensor_at(0) + 4, "<I", 65536), "ESPNN_ERR_INVALID",
-     "dims[0]"),
+    ("unused_dim_not_1", lambda: _patch(encode(_lut_payload()), _tensor_at(0) + 8, "<H", 2),
+     "ESPNN_ERR_INVALID", "dims[2]"),
     ("wrapped_nbytes", _wrapped_nbytes, "ESPNN_ERR_INVALID", "nbytes"),
+    ("nbytes_wraps_to_zero", _wrapped_to_zero_nbytes, "ESPNN_ERR_INVALID", "nbytes"),
     ("wrapped_arena_range", _wrapped_arena_range, "ESPNN_ERR_INVALID", "offset"),
-    ("const_past_end", lambda: _patch(encode(_lut_payload()), _tensor_at(1) + 20, "<I", 0x100),
+    ("const_past_end", lambda: _patch(encode(_lut_payload()), _tensor_at(1) + 12, "<I", 0x100),
      "ESPNN_ERR_INVALID", "offset"),
-    ("nan_scale", lambda: _patch(_conv(), _tensor_at(0) + 28, "<I", 0x7FC0_0000),
+    ("nan_scale", lambda: _patch(_conv(), _tensor_at(0) + 16, "<I", 0x7FC0_0000),
      "ESPNN_ERR_INVALID", "scale"),
     ("unknown_opcode", lambda: _patch(_conv(), _ops_offset(_conv()), "<H", 99),
      "ESPNN_ERR_INVALID", "opcode"),
@@ -373,6 +382,16 @@ def test_invalid_payloads_under_m32_sanitizers() -> None:
     datas = [make() for _, make, _, _ in INVALID]
     got = eh.check_many(_exe("asan32"), eh.ASAN32, datas)
     assert [(v.status, v.field) for v in got] == [(s, f) for _, _, s, f in INVALID]
+
+
+def test_format_1_payload_is_refused_naming_both_versions() -> None:
+    """Format 2.0 changed the tensor record (40 -> 24 bytes): a 1.x payload must not be
+    parsed with the new layout, and the message says which version it has and which the
+    engine reads."""
+    r = _run("asan64", _patch(_conv(), 4, "<HH", 1, 0), [], 0)
+    assert r.returncode == 2, r.stderr[-3000:]
+    assert r.error_fields()["status"] == "ESPNN_ERR_VERSION"
+    assert "field 'format_version' = 1.0 (this engine reads 2.0)" in r.stderr
 
 
 def test_softmax_row_4095_is_accepted() -> None:

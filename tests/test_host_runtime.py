@@ -81,17 +81,18 @@ def _compat(driver: Path, *args: str) -> tuple[int, str]:
 
 def test_payload_version_check_names_both_sides(compat_driver: Path) -> None:
     major, minor, patch = version_tuple()
-    assert _compat(compat_driver, "payload", _header((1, 0), (major, minor, patch))) == (0, "")
+    assert _compat(compat_driver, "payload", _header((2, 0), (major, minor, patch))) == (0, "")
     # a newer patch of the same major.minor is compatible while the major is 0
-    assert _compat(compat_driver, "payload", _header((1, 0), (major, minor, patch + 5)))[0] == 0
-    code, msg = _compat(compat_driver, "payload", _header((2, 0), (0, 3, 1)))
+    assert _compat(compat_driver, "payload", _header((2, 0), (major, minor, patch + 5)))[0] == 0
+    # format 1.x (40-byte tensor records) is another layout: refused, both versions named
+    code, msg = _compat(compat_driver, "payload", _header((1, 0), (0, 3, 1)))
     assert code == 3
     assert msg.startswith(
-        f"payload format 2.0 / producer 0.3.1, runtime reads format 1.0 from producer {major}.{minor}.x"
+        f"payload format 1.0 / producer 0.3.1, runtime reads format 2.0 from producer {major}.{minor}.x"
     )
-    code, msg = _compat(compat_driver, "payload", _header((1, 7), (major, minor, 0)))
-    assert code == 3 and "payload format 1.7" in msg
-    code, msg = _compat(compat_driver, "payload", _header((1, 0), (major, minor + 1, 0)))
+    code, msg = _compat(compat_driver, "payload", _header((2, 7), (major, minor, 0)))
+    assert code == 3 and "payload format 2.7" in msg
+    code, msg = _compat(compat_driver, "payload", _header((2, 0), (major, minor + 1, 0)))
     assert code == 3 and f"producer {major}.{minor + 1}.0" in msg
     code, msg = _compat(compat_driver, "payload", _header((1, 0), (0, 1, 0), magic=b"XNNP"))
     assert code == 2 and "not the ESP-NN magic" in msg and "0x584e4e50" in msg
@@ -100,15 +101,15 @@ def test_payload_version_check_names_both_sides(compat_driver: Path) -> None:
 
 
 def test_desc_version_check_names_both_sides(compat_driver: Path) -> None:
-    assert _compat(compat_driver, "desc", "1.5.1+cpu", __version__, "1", "0") == (1, "")
-    code, msg = _compat(compat_driver, "desc", "1.6.0", "0.9.0", "1", "0")
+    assert _compat(compat_driver, "desc", "1.5.1+cpu", __version__, "2", "0") == (1, "")
+    code, msg = _compat(compat_driver, "desc", "1.6.0", "0.9.0", "2", "0")
     assert code == 0
     assert "built by executorch-espnn 0.9.0 for ExecuTorch 1.6.0" in msg
     assert f"this runtime is executorch-espnn {__version__} with ExecuTorch 1.5.1" in msg
-    code, msg = _compat(compat_driver, "desc", "1.5.1", __version__, "2", "0")
-    assert code == 0 and "payload format 2.0" in msg and "payload format 1.0" in msg
+    code, msg = _compat(compat_driver, "desc", "1.5.1", __version__, "1", "0")
+    assert code == 0 and "(payload format 1.0)" in msg and "(payload format 2.0)" in msg
     # garbage in a hand-edited header is printed as ASCII, never raw
-    code, msg = _compat(compat_driver, "desc", "v\x01\x7f", __version__, "1", "0")
+    code, msg = _compat(compat_driver, "desc", "v\x01\x7f", __version__, "2", "0")
     assert code == 0 and "for ExecuTorch v?? " in msg
 
 
@@ -318,12 +319,12 @@ def _fc_variant(payload: bytes) -> bytes:
 
 @pytest.mark.slow
 def test_wrong_format_version_is_incompatible(fc: tuple[bytes, object]) -> None:
-    bad = _fc_variant(patch_header(fc_payload(make_fc_model()), format_major=2))
+    bad = _fc_variant(patch_header(fc_payload(make_fc_model()), format_major=1))
     major, minor, patch = version_tuple()
     _expect_runtime_error(
         bad, _x((1, 8)),
-        rf"loading method 'forward' failed.*{BACKEND_ID}: init: payload format 2\.0 / producer "
-        rf"{major}\.{minor}\.{patch}, runtime reads format 1\.0 from producer {major}\.{minor}\.x",
+        rf"loading method 'forward' failed.*{BACKEND_ID}: init: payload format 1\.0 / producer "
+        rf"{major}\.{minor}\.{patch}, runtime reads format 2\.0 from producer {major}\.{minor}\.x",
     )
     # the process is fine and a good program still runs
     pte, m = fc
@@ -335,7 +336,7 @@ def test_wrong_format_version_is_incompatible(fc: tuple[bytes, object]) -> None:
 def test_wrong_producer_version_is_incompatible() -> None:
     bad = _fc_variant(patch_header(fc_payload(make_fc_model()), producer_major=0, producer_minor=3,
                                    producer_patch=1))
-    _expect_runtime_error(bad, _x((1, 8)), r"payload format 1\.0 / producer 0\.3\.1, runtime reads")
+    _expect_runtime_error(bad, _x((1, 8)), r"payload format 2\.0 / producer 0\.3\.1, runtime reads format 2\.0")
 
 
 @pytest.mark.slow

@@ -50,6 +50,7 @@ def test_c_header_matches_python() -> None:
         "MAX_TENSORS": F.MAX_TENSORS, "MAX_OPS": F.MAX_OPS, "MAX_IO": F.MAX_IO,
         "MAX_OP_INPUTS": F.MAX_OP_INPUTS, "MAX_RANK": F.MAX_RANK, "MAX_DIM": F.MAX_DIM,
         "MAX_PAYLOAD_BYTES": F.MAX_PAYLOAD_BYTES, "MAX_ARENA_BYTES": F.MAX_ARENA_BYTES,
+        "MAX_TENSOR_BYTES": F.MAX_TENSOR_BYTES,
         "SHIFT_MIN": F.SHIFT_MIN, "SHIFT_MAX": F.SHIFT_MAX,
         "ADD_LEFT_SHIFT_MAX": F.ADD_LEFT_SHIFT_MAX, "SOFTMAX_SHIFT_MAX": F.SOFTMAX_SHIFT_MAX,
         "SOFTMAX_MAX_ROW": F.SOFTMAX_MAX_ROW,
@@ -106,7 +107,8 @@ def test_roundtrip() -> None:
     ("offset", "fmt", "value", "field"),
     [
         (0, "<4s", b"XXXX", "magic"),
-        (4, "<H", 2, "format_version"),
+        (4, "<H", 1, "format_version"),
+        (4, "<H", 3, "format_version"),
         (6, "<H", 9, "format_version"),
         (11, "<B", 99, "target"),
         (16, "<I", 1, "flags"),
@@ -119,6 +121,58 @@ def test_reader_rejects_header_fields(offset: int, fmt: str, value: object, fiel
     with pytest.raises(PayloadError) as e:
         decode(bytes(data))
     assert e.value.field == field
+
+
+def test_tensor_record_layout() -> None:
+    """Format 2.0's 24-byte record, field by field at the documented offsets."""
+    assert F.FORMAT_MAJOR == 2 and F.TENSOR_RECORD_SIZE == 24
+    p = _lut_payload()
+    p.tensors[0] = TensorRec(DType.INT8, (1, 4), Storage.INPUT, 0, 0.125, -3)
+    data = encode(p)
+    n = len(p.tensors)
+    assert struct.unpack_from("<I", data, 32)[0] == 64 + 24 * n  # io_offset
+    table = data[64 : 64 + 24 * n]
+    rec0, rec1 = table[:24], table[24:48]
+    assert rec0[:4] == bytes([DType.INT8, 2, Storage.INPUT, 0])
+    assert struct.unpack_from("<4H", rec0, 4) == (1, 4, 1, 1)
+    assert struct.unpack_from("<I", rec0, 12)[0] == 0
+    assert struct.unpack_from("<f", rec0, 16)[0] == 0.125
+    assert struct.unpack_from("<i", rec0, 20)[0] == -3
+    assert rec1[:4] == bytes([DType.INT8, 1, Storage.CONST, 0])
+    assert struct.unpack_from("<4HI", rec1, 4) == (256, 1, 1, 1, p.tensors[1].offset)
+    # the io table starts right after the last record
+    assert struct.unpack_from("<2H", data, 64 + 24 * n) == (0, 2)
+
+
+def test_reader_rejects_format_1_naming_both_versions() -> None:
+    """A format 1.x payload (40-byte records) is not read as 2.x: the error says which
+    version the payload has and which this reader reads."""
+    data = bytearray(encode(_lut_payload()))
+    struct.pack_into("<HH", data, 4, 1, 0)
+    with pytest.raises(PayloadError, match=r"payload format 1\.0, this reader reads format 2\.0") as e:
+        decode(bytes(data))
+    assert e.value.field == "format_version"
+
+
+def test_reader_computes_nbytes_and_rejects_past_32_bits() -> None:
+    """nbytes is not stored; a dims product past 2^32 bytes is rejected by name (a wrapped
+    32-bit size would slip through the offset range checks)."""
+    data = bytearray(encode(_lut_payload()))
+    assert decode(bytes(data)).tensors[1].nbytes == 256
+    at = 64 + 24 * 1  # the constant table: int8, re-dimensioned to 256 x 65535 x 65535 x 1
+    struct.pack_into("<B", data, at + 1, 3)
+    struct.pack_into("<4H", data, at + 4, 256, 65535, 65535, 1)
+    with pytest.raises(PayloadError) as e:
+        decode(bytes(data))
+    assert (e.value.field, e.value.tensor) == ("nbytes", 1)
+
+
+def test_writer_rejects_dims_past_u16() -> None:
+    p = _lut_payload()
+    p.tensors[0] = TensorRec(DType.INT8, (1, 65536), Storage.INPUT, 0, 0.125, 3)
+    with pytest.raises(PayloadError) as e:
+        encode(p)
+    assert (e.value.field, e.value.tensor) == ("dims[1]", 0)
 
 
 def test_reader_rejects_truncation() -> None:

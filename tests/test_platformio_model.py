@@ -148,7 +148,7 @@ def test_4mb_model_data_assembles_in_about_a_second(tmp_path: Path) -> None:
                 "planned_buffers": [64], "delegates": [], "inputs": [tensor], "outputs": [tensor]},
         "sizes": {k: 0 for k in ("arena_bytes", "state_bytes", "weights_bytes",
                                  "method_allocator_bytes", "temp_allocator_bytes")} | {"planned_bytes": 64},
-        "versions": {"executorch": "1.5.1", "package": "0.1.0", "format_major": "1", "format_minor": "0"},
+        "versions": {"executorch": "1.5.1", "package": "0.1.0", "format_major": "2", "format_minor": "0"},
     }
     render.write_all(info, out)
     gen = out / "espnn_model"

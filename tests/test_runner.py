@@ -185,7 +185,7 @@ def test_version_mismatch_names_both_sides(fc_pte: bytes, build_dir: Path, tmp_p
     proc = _run(exe)
     assert proc.returncode == 1
     assert ("begin() failed: model header built by executorch-espnn 0.9.0 for ExecuTorch 1.7.0 (payload "
-            f"format 1.0); this runtime is executorch-espnn {__version__} with ExecuTorch "
+            f"format {FORMAT_MAJOR}.{FORMAT_MINOR}); this runtime is executorch-espnn {__version__} with ExecuTorch "
             f"{host.executorch_version().split('+')[0]}") in proc.stderr
 
 

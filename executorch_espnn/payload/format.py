@@ -1,4 +1,4 @@
-"""The delegate payload format, version 1.0: every constant, record layout and bound.
+"""The delegate payload format, version 2.0: every constant, record layout and bound.
 
 This module is the Python single source of the format that ``docs/payload-format.md``
 describes in prose and ``espnn_component/engine/include/espnn_format.h`` mirrors for the
@@ -13,11 +13,11 @@ import struct
 from dataclasses import dataclass
 
 MAGIC = b"ESNN"
-FORMAT_MAJOR = 1
+FORMAT_MAJOR = 2
 FORMAT_MINOR = 0
 
 HEADER_SIZE = 64
-TENSOR_RECORD_SIZE = 40
+TENSOR_RECORD_SIZE = 24
 OP_HEADER_SIZE = 16
 CONST_ALIGN = 16  # every constant tensor starts on a 16-byte boundary of the payload
 ARENA_ALIGN = 16  # arena tensors and scratch start on 16-byte boundaries
@@ -32,13 +32,16 @@ MAX_RANK = 4
 MAX_DIM = 65535  # ESP-NN takes widths, heights, channels and FC sizes as uint16
 MAX_PAYLOAD_BYTES = 0x7FFF_FFFF
 MAX_ARENA_BYTES = 0x7FFF_FFFF
+MAX_TENSOR_BYTES = 0xFFFF_FFFF  # product(dims) x element size must fit a u32
 
 # magic, format major/minor, producer major/minor/patch, target, total_size, flags,
 # n_tensors, n_ops, n_inputs, n_outputs, tensors/io/ops offsets, ops_size, const offset/size,
 # arena_size, two reserved words (zero)
 HEADER_STRUCT = struct.Struct("<4sHHBBBBIIHHHHIIIIIIIII")
 assert HEADER_STRUCT.size == HEADER_SIZE, HEADER_STRUCT.size
-TENSOR_STRUCT = struct.Struct("<BBBB4IIIfiI")
+# dtype, rank, storage, flags, dims[4] (u16), offset, scale, zero_point.  No byte size: every
+# reader computes it from dims and dtype (``TensorRec.nbytes``), so it cannot disagree.
+TENSOR_STRUCT = struct.Struct("<BBBB4HIfi")
 assert TENSOR_STRUCT.size == TENSOR_RECORD_SIZE, TENSOR_STRUCT.size
 OP_HEADER_STRUCT = struct.Struct("<HBBHHII")
 assert OP_HEADER_STRUCT.size == OP_HEADER_SIZE, OP_HEADER_STRUCT.size

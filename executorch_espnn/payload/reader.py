@@ -18,6 +18,7 @@ from .format import (
     MAX_OP_INPUTS,
     MAX_OPS,
     MAX_RANK,
+    MAX_TENSOR_BYTES,
     MAX_TENSORS,
     NO_TENSOR,
     OP_HEADER_SIZE,
@@ -55,7 +56,9 @@ def decode(data: bytes | bytearray | memoryview, *, validate: bool = True) -> Pa
     if fmaj != FORMAT_MAJOR or fmin > FORMAT_MINOR:
         raise PayloadError(
             "format_version",
-            f"payload format {fmaj}.{fmin}, this reader supports {FORMAT_MAJOR}.0-{FORMAT_MAJOR}.{FORMAT_MINOR}",
+            f"payload format {fmaj}.{fmin}, this reader reads format {FORMAT_MAJOR}.0-{FORMAT_MAJOR}.{FORMAT_MINOR}"
+            " (a different major version has another layout): lower the model again with this"
+            " executorch-espnn",
         )
     try:
         tgt = Target(target)
@@ -86,7 +89,7 @@ def decode(data: bytes | bytearray | memoryview, *, validate: bool = True) -> Pa
 
     tensors: list[TensorRec] = []
     for i in range(n_t):
-        (dt, rank, st, fl, d0, d1, d2, d3, off, nbytes, scale, zp, res) = TENSOR_STRUCT.unpack_from(
+        (dt, rank, st, fl, d0, d1, d2, d3, off, scale, zp) = TENSOR_STRUCT.unpack_from(
             buf, t_off + i * TENSOR_RECORD_SIZE
         )
         try:
@@ -95,7 +98,7 @@ def decode(data: bytes | bytearray | memoryview, *, validate: bool = True) -> Pa
             raise PayloadError("dtype/storage", f"unknown dtype {dt} or storage {st}", tensor=i) from None
         if rank > MAX_RANK:
             raise PayloadError("rank", f"{rank} exceeds {MAX_RANK}", tensor=i)
-        if fl & ~TENSOR_FLAGS_KNOWN or (fl & TENSOR_FLAG_NHWC and rank != 4) or res:
+        if fl & ~TENSOR_FLAGS_KNOWN or (fl & TENSOR_FLAG_NHWC and rank != 4):
             raise PayloadError("flags", f"bad flags {fl:#x}", tensor=i)
         all_dims = (d0, d1, d2, d3)
         for k, d in enumerate(all_dims):
@@ -104,8 +107,9 @@ def decode(data: bytes | bytearray | memoryview, *, validate: bool = True) -> Pa
             if k >= rank and d != 1:
                 raise PayloadError(f"dims[{k}]", "unused dims must be 1", tensor=i)
         t = TensorRec(dtype, all_dims[:rank], storage, off, scale, zp, fl)
-        if nbytes != t.nbytes:
-            raise PayloadError("nbytes", f"{nbytes}, dims and dtype give {t.nbytes}", tensor=i)
+        nbytes = t.nbytes  # not stored: dims and dtype determine it
+        if nbytes > MAX_TENSOR_BYTES:
+            raise PayloadError("nbytes", f"dims and dtype give {nbytes} bytes, more than {MAX_TENSOR_BYTES}", tensor=i)
         if not math.isfinite(scale) or scale < 0:
             raise PayloadError("scale", "must be finite and >= 0", tensor=i)
         if dtype == DType.INT8 and not -128 <= zp <= 127:
@@ -153,7 +157,9 @@ def decode(data: bytes | bytearray | memoryview, *, validate: bool = True) -> Pa
             raise PayloadError("opcode", f"unknown opcode {code}", op=i) from None
         spec = OP_SPECS[opcode]
         if spec.since_minor > fmin:
-            raise PayloadError("opcode", f"{opcode.name} needs format 1.{spec.since_minor}, payload is 1.{fmin}", op=i)
+            raise PayloadError(
+                "opcode", f"{opcode.name} needs format {FORMAT_MAJOR}.{spec.since_minor}, payload is {fmaj}.{fmin}", op=i
+            )
         if nout != 1:
             raise PayloadError("n_outputs", f"{nout}, every op has exactly one output", op=i)
         if spec.variadic_inputs:

@@ -11,9 +11,11 @@ from .format import (
     HEADER_SIZE,
     HEADER_STRUCT,
     MAGIC,
+    MAX_DIM,
     MAX_IO,
     MAX_OPS,
     MAX_PAYLOAD_BYTES,
+    MAX_RANK,
     MAX_TENSORS,
     NO_TENSOR,
     OP_HEADER_SIZE,
@@ -37,11 +39,17 @@ def encode(p: Payload) -> bytes:
     if not (1 <= len(p.inputs) <= MAX_IO and 1 <= len(p.outputs) <= MAX_IO):
         raise PayloadError("n_inputs", f"{len(p.inputs)} inputs / {len(p.outputs)} outputs, each must be 1..{MAX_IO}")
     body = bytearray()
-    for t in p.tensors:
+    for i, t in enumerate(p.tensors):
+        if t.rank > MAX_RANK:
+            raise PayloadError("rank", f"{t.rank} exceeds {MAX_RANK}", tensor=i)
+        for k, d in enumerate(t.dims):
+            # dims are u16 in the record: check here, or struct.pack fails without naming them
+            if not 1 <= d <= MAX_DIM:
+                raise PayloadError(f"dims[{k}]", f"{d} outside [1, {MAX_DIM}]", tensor=i)
         dims = list(t.dims) + [1] * (4 - len(t.dims))
         body += TENSOR_STRUCT.pack(
             int(t.dtype), len(t.dims), int(t.storage), t.flags, *dims,
-            t.offset, t.nbytes, t.scale, t.zero_point, 0,
+            t.offset, t.scale, t.zero_point,
         )
     io_off = HEADER_SIZE + len(body)
     io = list(p.inputs) + list(p.outputs)

@@ -11,7 +11,7 @@ import struct
 from dataclasses import dataclass
 
 from executorch_espnn.payload import Payload, decode
-from executorch_espnn.payload.format import OP_SPECS, TENSOR_RECORD_SIZE
+from executorch_espnn.payload.format import HEADER_SIZE, OP_SPECS, TENSOR_RECORD_SIZE
 
 # name -> (offset, struct code)
 HEADER_FIELDS: dict[str, tuple[int, str]] = {
@@ -23,8 +23,8 @@ HEADER_FIELDS: dict[str, tuple[int, str]] = {
 }
 TENSOR_FIELDS: dict[str, tuple[int, str]] = {
     "dtype": (0, "B"), "rank": (1, "B"), "storage": (2, "B"), "flags": (3, "B"),
-    "dims[0]": (4, "I"), "dims[1]": (8, "I"), "dims[2]": (12, "I"), "dims[3]": (16, "I"),
-    "offset": (20, "I"), "nbytes": (24, "I"), "scale": (28, "f"), "zero_point": (32, "i"),
+    "dims[0]": (4, "H"), "dims[1]": (6, "H"), "dims[2]": (8, "H"), "dims[3]": (10, "H"),
+    "offset": (12, "I"), "scale": (16, "f"), "zero_point": (20, "i"),
 }
 OP_FIELDS: dict[str, tuple[int, str]] = {
     "opcode": (0, "H"), "n_inputs": (2, "B"), "n_outputs": (3, "B"), "params_size": (4, "H"),
@@ -69,7 +69,7 @@ class Surgeon:
 
     def tensor(self, tid: int, name: str, value: int | float) -> Surgeon:
         at, code = TENSOR_FIELDS[name]
-        return self._put(64 + TENSOR_RECORD_SIZE * tid + at, code, value)
+        return self._put(HEADER_SIZE + TENSOR_RECORD_SIZE * tid + at, code, value)
 
     def dims(self, tid: int, dims: tuple[int, int, int, int], rank: int | None = None) -> Surgeon:
         for k, d in enumerate(dims):

@@ -10,11 +10,13 @@ then replayed through the same harness built with ``gcc -m32 -fsanitize=address,
 from __future__ import annotations
 
 import os
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from executorch_espnn.payload.format import FORMAT_MAJOR
 from fuzz import build, make_corpus
 
 FUZZ_SECONDS = int(os.environ.get("ESPNN_FUZZ_SECONDS", "60"))
@@ -101,7 +103,8 @@ def test_planted_out_of_bounds_read_is_caught(tmp_path: Path) -> None:
                        ["-m32", "-g", "-O1", *build.SANITIZE],
                        [build.FUZZ / "fuzz_engine.c", build.FUZZ / "replay_main.c", *sources])
     bad = tmp_path / "short"
-    bad.write_bytes(b"ESNN\x01\x00\x00\x00" + bytes(4))
+    # the current format version, so the parser gets past the version check to total_size
+    bad.write_bytes(b"ESNN" + struct.pack("<HH", FORMAT_MAJOR, 0) + bytes(4))
     r = build.run_replay(exe, [bad])
     assert r.returncode == 86, r.log[-3000:]  # ASAN_OPTIONS exitcode
     assert "heap-buffer-overflow" in r.log

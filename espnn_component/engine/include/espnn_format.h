@@ -1,5 +1,5 @@
 /*
- * Delegate payload format 1.0: constants shared by the parser and the ops.
+ * Delegate payload format 2.0: constants shared by the parser and the ops.
  * Mirrors executorch_espnn/payload/format.py (tests/test_payload_format.py checks that
  * every value here equals the Python one); docs/payload-format.md is the prose spec.
  */
@@ -10,11 +10,11 @@
 #define ESPNN_MAGIC_1 0x53 /* 'S' */
 #define ESPNN_MAGIC_2 0x4E /* 'N' */
 #define ESPNN_MAGIC_3 0x4E /* 'N' */
-#define ESPNN_FORMAT_MAJOR 1
+#define ESPNN_FORMAT_MAJOR 2
 #define ESPNN_FORMAT_MINOR 0
 
 #define ESPNN_HEADER_SIZE 64
-#define ESPNN_TENSOR_RECORD_SIZE 40
+#define ESPNN_TENSOR_RECORD_SIZE 24
 #define ESPNN_OP_HEADER_SIZE 16
 #define ESPNN_CONST_ALIGN 16
 #define ESPNN_ARENA_ALIGN 16
@@ -28,6 +28,7 @@
 #define ESPNN_MAX_DIM 65535
 #define ESPNN_MAX_PAYLOAD_BYTES 0x7FFFFFFFu
 #define ESPNN_MAX_ARENA_BYTES 0x7FFFFFFFu
+#define ESPNN_MAX_TENSOR_BYTES 0xFFFFFFFFu /* product(dims) x element size, computed */
 
 /* targets */
 #define ESPNN_TARGET_GENERIC 0
@@ -76,7 +77,7 @@
 #define ESPNN_OP_UPSAMPLE_NEAREST 18
 #define ESPNN_OP_COUNT 19 /* one past the last opcode */
 
-/* number of int32 parameter words per opcode (format 1.0) */
+/* number of int32 parameter words per opcode (format 2.0) */
 #define ESPNN_PARAMS_QUANTIZE 4
 #define ESPNN_PARAMS_DEQUANTIZE 4
 #define ESPNN_PARAMS_CONV2D 13

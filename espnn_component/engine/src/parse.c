@@ -144,15 +144,15 @@ void espnn_tensor_decode(const uint8_t *payload, const espnn_hdr_t *hdr, uint32_
     t->flags = r[3];
     t->numel = 1;
     for (int k = 0; k < ESPNN_MAX_RANK; k++) {
-        t->dims[k] = espnn_rd_u32(r + 4 + 4 * k);
+        t->dims[k] = espnn_rd_u16(r + 4 + 2 * k);
         t->numel *= t->dims[k]; /* validated: cannot wrap */
     }
-    t->offset = espnn_rd_u32(r + 20);
-    t->nbytes = espnn_rd_u32(r + 24);
-    t->scale_bits = espnn_rd_u32(r + 28);
+    t->offset = espnn_rd_u32(r + 12);
+    t->scale_bits = espnn_rd_u32(r + 16);
     t->scale = espnn_bits_to_f32(t->scale_bits);
-    t->zero_point = espnn_rd_i32(r + 32);
+    t->zero_point = espnn_rd_i32(r + 20);
     t->esize = espnn_dtype_size(t->dtype);
+    t->nbytes = t->numel * t->esize; /* not stored in format 2; validated: fits 32 bits */
 }
 
 static espnn_status_t check_tensor(const uint8_t *b, const espnn_hdr_t *h, uint32_t i,
@@ -168,13 +168,13 @@ static espnn_status_t check_tensor(const uint8_t *b, const espnn_hdr_t *h, uint3
         return tfail(err, "rank", i, rank, ESPNN_MAX_RANK);
     }
     if ((flags & ~(uint32_t)ESPNN_TENSOR_FLAGS_KNOWN) != 0 ||
-        ((flags & ESPNN_TENSOR_FLAG_NHWC) && rank != 4) || espnn_rd_u32(r + 36) != 0) {
+        ((flags & ESPNN_TENSOR_FLAG_NHWC) && rank != 4)) {
         return tfail(err, "flags", i, flags, ESPNN_TENSOR_FLAGS_KNOWN);
     }
     uint32_t product = esize;
     bool wrapped = false;
     for (uint32_t k = 0; k < ESPNN_MAX_RANK; k++) {
-        const uint32_t d = espnn_rd_u32(r + 4 + 4 * k);
+        const uint32_t d = espnn_rd_u16(r + 4 + 2 * k);
         if (k < rank && (d < 1 || d > ESPNN_MAX_DIM)) {
             return tfail(err, dims_names[k], i, d, ESPNN_MAX_DIM);
         }
@@ -182,24 +182,26 @@ static espnn_status_t check_tensor(const uint8_t *b, const espnn_hdr_t *h, uint3
             return tfail(err, dims_names[k], i, d, 1);
         }
         if (!wrapped && !espnn_mul_u32(product, d, &product)) {
-            wrapped = true; /* the true size exceeds 32 bits: no u32 nbytes can match */
+            wrapped = true; /* the byte size exceeds ESPNN_MAX_TENSOR_BYTES */
         }
     }
-    const uint32_t nbytes = espnn_rd_u32(r + 24);
-    if (wrapped || nbytes != product) {
-        return tfail(err, "nbytes", i, nbytes, wrapped ? -1 : (int64_t)product);
+    /* nbytes is not stored: it is this product, which must fit 32 bits (a wrapped product
+     * would pass the range checks below with a size far smaller than the tensor's) */
+    if (wrapped) {
+        return tfail(err, "nbytes", i, -1, (int64_t)ESPNN_MAX_TENSOR_BYTES);
     }
-    const uint32_t scale_bits = espnn_rd_u32(r + 28);
+    const uint32_t nbytes = product;
+    const uint32_t scale_bits = espnn_rd_u32(r + 16);
     /* finite (exponent not all ones) and not negative (-0.0 is allowed, as in Python) */
     if ((scale_bits & 0x7F800000u) == 0x7F800000u ||
         ((scale_bits & 0x80000000u) && (scale_bits & 0x7FFFFFFFu))) {
         return tfail(err, "scale", i, scale_bits, 0);
     }
-    const int32_t zp = espnn_rd_i32(r + 32);
+    const int32_t zp = espnn_rd_i32(r + 20);
     if (dtype == ESPNN_DTYPE_INT8 && (zp < -128 || zp > 127)) {
         return tfail(err, "zero_point", i, zp, zp < 0 ? -128 : 127);
     }
-    const uint32_t off = espnn_rd_u32(r + 20);
+    const uint32_t off = espnn_rd_u32(r + 12);
     if (storage == ESPNN_STORAGE_ARENA) {
         if (off % esize != 0 || (uint64_t)off + nbytes > h->arena_size) {
             return tfail(err, "offset", i, off, h->arena_size);
@@ -231,7 +233,7 @@ static espnn_status_t check_io(const uint8_t *b, const espnn_hdr_t *h, espnn_err
             bool ok = tid < h->n_tensors;
             if (ok) {
                 const uint8_t *r = b + h->tensors_offset + (size_t)tid * ESPNN_TENSOR_RECORD_SIZE;
-                ok = r[2] == want && espnn_rd_u32(r + 20) == k;
+                ok = r[2] == want && espnn_rd_u32(r + 12) == k;
             }
             if (!ok) {
                 return espnn_fail(err, ESPNN_ERR_INVALID, dir == 0 ? "inputs" : "outputs", -1,
@@ -246,7 +248,7 @@ static espnn_status_t check_io(const uint8_t *b, const espnn_hdr_t *h, espnn_err
         if (r[2] != ESPNN_STORAGE_INPUT && r[2] != ESPNN_STORAGE_OUTPUT) {
             continue;
         }
-        const uint32_t k = espnn_rd_u32(r + 20); /* < n_inputs/n_outputs, checked */
+        const uint32_t k = espnn_rd_u32(r + 12); /* < n_inputs/n_outputs, checked */
         const uint32_t base = h->io_offset + (r[2] == ESPNN_STORAGE_INPUT ? 0u : 2u * h->n_inputs);
         if (espnn_rd_u16(b + base + 2 * k) != i) {
             return tfail(err, "offset", i, k, -1);
