@@ -50,9 +50,9 @@ class PioTimes:
         return self.noop / self.plain_noop
 
 
-def _timed(core: Path, project: Path, timeout: int) -> float:
+def _timed(core: Path, project: Path, timeout: int, workspace: Path | None = None) -> float:
     t0 = time.monotonic()
-    r = h.pio(core, project, "run", "-e", "host", timeout=timeout)
+    r = h.pio(core, project, "run", "-e", "host", timeout=timeout, workspace=workspace)
     elapsed = time.monotonic() - t0
     if r.returncode != 0:
         raise PioBenchError(f"pio run in {project} failed ({r.returncode}):\n{r.output[-3000:]}")
@@ -62,17 +62,19 @@ def _timed(core: Path, project: Path, timeout: int) -> float:
 def measure(work: Path, example: str, noop_runs: int = 3, timeout: int = 1200) -> PioTimes:
     core = work / "core"
     h.seed_core(core)
-    proj = work / example
+    # the example builds in place, as a user runs it, with its .pio folder moved to `work`
+    # (PLATFORMIO_WORKSPACE_DIR) so the checkout stays clean
+    proj = h.example_dir(example)
+    ws = work / example
     plain = work / "plain"
-    for p in (proj, plain):
+    for p in (ws, plain):
         shutil.rmtree(p, ignore_errors=True)
-    h.copy_example(example, proj)
     h.write_project(plain, PLAIN_INI.format(platform=h.platform_spec()), {"src/main.cpp": PLAIN_SKETCH})
-    clean = _timed(core, proj, timeout)
+    clean = _timed(core, proj, timeout, ws)
     plain_clean = _timed(core, plain, timeout)
     noops: list[float] = []
     plain_noops: list[float] = []
     for _ in range(max(1, noop_runs)):  # alternating, so a load spike hits both alike
-        noops.append(_timed(core, proj, timeout))
+        noops.append(_timed(core, proj, timeout, ws))
         plain_noops.append(_timed(core, plain, timeout))
     return PioTimes(example, clean, min(noops), plain_clean, min(plain_noops))
