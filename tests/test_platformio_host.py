@@ -192,3 +192,38 @@ def test_option_errors_stop_the_build_with_one_line(
     assert expected in errors[0], errors[0]
     assert "Traceback" not in r.output
     assert not (proj / ".pio" / "build" / "host" / "executorch" / "model.pte").exists()
+
+
+STRICT_MODEL_PY = """
+import torch
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        return torch.cumsum(self.fc(x), dim=1)  # cumsum has no ESP-NN lowering
+
+def model():
+    return Net()
+
+def example_inputs():
+    return (torch.randn(1, 4),)
+"""
+
+
+@pytest.mark.slow
+def test_strict_build_with_a_cpu_operator_stops_naming_it(core: Path, tmp_path: Path) -> None:
+    proj = _project(tmp_path / "p", "custom_executorch_model = model.py\n        custom_executorch_strict = yes",
+                    {"src/main.cpp": SKETCH, "model.py": STRICT_MODEL_PY})
+    r = h.pio(core, proj, "run", "-e", "host", timeout=600)
+    assert r.returncode != 0
+    errors = r.error_lines()
+    assert len(errors) == 1, r.output[-3000:]
+    # the one error line names the option and the fix; the lowering's own message above it
+    # names the operator and why it stays on the CPU
+    assert "custom_executorch_strict = no" in errors[0], errors[0]
+    assert "aten.cumsum.default" in r.output and "no ESP-NN lowering" in r.output, r.output[-3000:]
+    assert "Traceback" not in r.output
+    assert not (proj / ".pio" / "build" / "host" / "executorch" / "model.pte").exists()
