@@ -614,6 +614,7 @@ def _op_cases() -> dict[str, tuple[object, tuple[tuple[int, ...], ...]]]:
         "leaky_relu": (nn.LeakyReLU(0.1), img),
         "upsample_nearest": (nn.Upsample(scale_factor=2, mode="nearest"), img),
         "permute": (Fn(lambda x: x.permute(0, 2, 3, 1)), img),
+        "stack_last_dim": (Fn(lambda x: torch.stack([x[:, 0:3], x[:, 3:6]], -1)), ((2, 6, 7),)),
     }
 
 

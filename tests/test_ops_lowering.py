@@ -208,6 +208,17 @@ MOVEMENT_CASES = [
     Case("cat_channels", f(lambda m, x: torch.cat([m[0](x), m[1](x)], 1), conv(3, 4, 1), conv(3, 5, 3, padding=1)),
          ((1, 3, 6, 6),), [Q, "CONV2D", "CONV2D", "CONCAT", DQ]),
     Case("cat_last_dim", f(lambda m, x, y: torch.cat([x, y], -1)), ((2, 3, 4), (2, 3, 2)), [Q, Q, "CONCAT", DQ]),
+    # stack: CONCAT of the unit-dim views of the inputs (RESHAPEs planned in place)
+    Case("stack_dim0", f(lambda m, x, y, z: torch.stack([x, y, z])), ((2, 3, 4),) * 3,
+         [Q, "RESHAPE", Q, "RESHAPE", Q, "RESHAPE", "CONCAT", DQ], {"axis": 0}, "CONCAT"),
+    Case("stack_last_dim", f(lambda m, x, y: torch.stack([x, y], -1)), ((2, 5), (2, 5)),
+         [Q, "RESHAPE", Q, "RESHAPE", "CONCAT", DQ], {"axis": 2}, "CONCAT"),
+    Case("stack_middle_2d", f(lambda m, x, y: torch.stack([x, y], 1)), ((3, 6), (3, 6)),
+         [Q, "RESHAPE", Q, "RESHAPE", "CONCAT", DQ], {"axis": 1}, "CONCAT"),
+    # two convs' results quantized each on its own: the stack requantises them to its output
+    Case("stack_conv1d_outputs",
+         f(lambda m, x: torch.stack([m[0](x), m[1](x)], 1), conv1d(3, 4, 1), conv1d(3, 4, 3, padding=1)),
+         ((1, 3, 5),), [Q, "RESHAPE", "CONV2D", "CONV2D", "RESHAPE", "RESHAPE", "RESHAPE", "RESHAPE", "CONCAT", DQ]),
     Case("pad_value", f(lambda m, x: F.pad(x, (1, 2, 0, 1), value=0.5)), ((1, 2, 4, 5),), [Q, "PAD", DQ]),
     Case("upsample_x2", lambda: nn.Upsample(scale_factor=2, mode="nearest"), ((1, 3, 4, 5),),
          [Q, "UPSAMPLE_NEAREST", DQ]),
@@ -385,3 +396,48 @@ def test_activations_and_reshapes_are_planned_in_place() -> None:
     # peak: the first conv reads its 1x3x8x8 input (192 B) while writing 1x8x6x6 (288 B)
     assert p.arena_size == 192 + 288
     check_numerics(low)
+
+
+def _requantize_input(q: Any, index: int, scale_factor: float, zp_shift: int) -> None:
+    """Give the model input ``index`` other quantization parameters than the quantizer chose
+    (its quantize node and the dequantize nodes reading it), as a differently calibrated
+    producer would."""
+    from executorch_espnn.lowering_graph import node_op
+
+    ph = [n for n in q.graph.nodes if n.op == "placeholder"][index]
+    (qnode,) = [u for u in ph.users if "quantize_per_tensor" in node_op(u)]
+    qnode.args = (qnode.args[0], qnode.args[1] * scale_factor, qnode.args[2] + zp_shift, *qnode.args[3:])
+    for u in list(qnode.users):
+        u.args = (u.args[0], qnode.args[1], qnode.args[2], *u.args[3:])
+    q.recompile()
+
+
+def test_stack_requantises_inputs_with_other_quantization() -> None:
+    """An input quantized differently from the stack's output passes through a LUT (exactly
+    dequantize -> quantize) before the CONCAT; the others are copied as they are."""
+    from tests.lowering_helpers import quantize_module
+
+    m = Fn(lambda mods, x, y: torch.stack([x, y], 1)).eval()
+    ex = (torch.randn(2, 3, 4), torch.randn(2, 3, 4))
+    q = quantize_module(m, ex)
+    _requantize_input(q, 1, 1.6, -5)
+    low = lower(m, ex, converted=q)
+    assert low.cpu() == []
+    assert low.opcodes() == [Q, "RESHAPE", Q, "RESHAPE", "LUT", "CONCAT", DQ]
+    check_numerics(low)
+
+
+def test_stack_beyond_rank_4_stays_on_cpu() -> None:
+    torch.manual_seed(0)
+    m = Fn(lambda mods, x, y: torch.stack([x, y], 2)).eval()
+    low = lower(m, (torch.randn(1, 2, 3, 4), torch.randn(1, 2, 3, 4)))
+    assert low.delegated() == []
+    assert any("rank 5" in d.reason for d in low.cpu()), low.decisions
+
+
+def test_stack_of_more_than_16_tensors_stays_on_cpu() -> None:
+    torch.manual_seed(0)
+    m = Fn(lambda mods, x: torch.stack([x] * 17, 0)).eval()
+    low = lower(m, (torch.randn(2, 3),))
+    reasons = [d.reason for d in low.cpu()]
+    assert any("at most 16" in r for r in reasons), low.decisions

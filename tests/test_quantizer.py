@@ -374,6 +374,23 @@ def test_cat_inputs_and_output_share_one_qparam_set() -> None:
     assert len(ins) == 3 and all(o is obs for o in ins)
 
 
+def test_stack_inputs_and_output_share_one_qparam_set() -> None:
+    model = Fn(
+        lambda s, x, y: torch.stack([s.mods[0](x), s.mods[1](x) * 3.0, y], 1),
+        nn.Conv2d(3, 4, 1), nn.Conv2d(3, 4, 1),
+    )
+    gm = run_pt2e(model, (torch.randn(1, 3, 5, 5), torch.randn(1, 4, 5, 5) * 10))
+    stack = one(gm, aten.stack.default)
+    out = output_qparams(stack)
+    for a in stack.args[0]:
+        assert a.target == DQ and qparams(a) == out
+    assert output_qparams(ops(gm, aten.conv2d.default)[0]) == out
+    assert output_qparams(one(gm, aten.mul.Tensor)) == out
+    ins, obs = observers_around(prepared(model, (torch.randn(1, 3, 5, 5), torch.randn(1, 4, 5, 5))),
+                                aten.stack.default)
+    assert len(ins) == 3 and all(o is obs for o in ins)
+
+
 def test_mean_over_channels_gets_its_own_observer() -> None:
     gm = run_pt2e(Fn(lambda s, x: x.mean(1)), (torch.randn(1, 8, 4, 4),), minmax_quantizer())
     node = one(gm, aten.mean.dim)
