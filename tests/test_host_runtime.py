@@ -615,6 +615,7 @@ def _op_cases() -> dict[str, tuple[object, tuple[tuple[int, ...], ...]]]:
         "upsample_nearest": (nn.Upsample(scale_factor=2, mode="nearest"), img),
         "permute": (Fn(lambda x: x.permute(0, 2, 3, 1)), img),
         "stack_last_dim": (Fn(lambda x: torch.stack([x[:, 0:3], x[:, 3:6]], -1)), ((2, 6, 7),)),
+        "mean_last_dim": (Fn(lambda x: x.mean(-1)), ((2, 6, 19),)),
     }
 
 

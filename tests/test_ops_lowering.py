@@ -70,6 +70,8 @@ def f(fn: Callable[..., torch.Tensor], *mods: Callable[[], nn.Module]) -> Callab
 
 
 Q, DQ = "QUANTIZE", "DEQUANTIZE"
+MLAST = [Q, "RESHAPE", "RESHAPE", "MEAN_HW", "RESHAPE", DQ]
+MEAN_PARAMS = {"shift": 0}
 
 CONV_CASES = [
     Case("conv1x1", conv(16, 24, 1), ((1, 16, 7, 9),), [Q, "CONV2D", DQ], {"groups": 1, "pad_top": 0}),
@@ -165,6 +167,17 @@ POOL_CASES = [
          {"kernel_h": 3, "kernel_w": 4, "stride_h": 3, "stride_w": 4, "pad_top": 0, "divisor_mode": 0}),
     Case("mean_hw_keepdim", f(lambda m, x: x.mean((2, 3), keepdim=True)), ((1, 5, 6, 7),), [Q, "AVG_POOL2D", DQ]),
     Case("mean_hw_flat", f(lambda m, x: x.mean((-1, -2))), ((2, 5, 4, 4),), [Q, "AVG_POOL2D", "RESHAPE", DQ]),
+    # mean over the last dim(s): MEAN_HW over the [B, 1, R, 1] view (its own output observer)
+    # (the two RESHAPEs are [N, C, L] -> [N*C, 1, L, 1] -> its NHWC [N*C, L, 1, 1], in place)
+    Case("mean_last_dim_3d", f(lambda m, x: x.mean(-1)), ((2, 3, 10),), MLAST, MEAN_PARAMS, "MEAN_HW"),
+    Case("mean_last_dim_3d_keepdim", f(lambda m, x: x.mean(2, keepdim=True)), ((2, 3, 10),), MLAST),
+    Case("mean_last_two_dims_3d", f(lambda m, x: x.mean((1, 2))), ((3, 4, 5),), MLAST),
+    Case("mean_last_two_dims_3d_keepdim", f(lambda m, x: x.mean((-2, -1), keepdim=True)), ((3, 4, 5),), MLAST),
+    Case("mean_2d_features", f(lambda m, x: x.mean(1)), ((4, 16),), [Q, "RESHAPE", "MEAN_HW", "RESHAPE", DQ]),
+    Case("mean_4d_last_dim", f(lambda m, x: x.mean(-1, keepdim=True)), ((1, 3, 4, 6),), MLAST),
+    # a conv1d's result is [N, L, C] in memory: the mean over L reads it as NHWC [N, 1, L, C]
+    Case("mean_conv1d_output", f(lambda m, x: m[0](x).mean(-1), conv1d(3, 6, 3)), ((2, 3, 12),),
+         [Q, "RESHAPE", "CONV2D", "MEAN_HW", "RESHAPE", DQ]),
 ]
 
 SOFTMAX_CASES = [
@@ -441,3 +454,55 @@ def test_stack_of_more_than_16_tensors_stays_on_cpu() -> None:
     low = lower(m, (torch.randn(2, 3),))
     reasons = [d.reason for d in low.cpu()]
     assert any("at most 16" in r for r in reasons), low.decisions
+
+
+def _mean_last_dim_with_output(scale_factor: float | None) -> Lowered:
+    """x.mean(-1) of [2, 3, 10] with the output quantization edited: the input's own
+    parameters (``None``) or the observed output scale times ``scale_factor``."""
+    from executorch_espnn.lowering_graph import node_op
+    from tests.lowering_helpers import quantize_module
+
+    m = Fn(lambda mods, x: x.mean(-1)).eval()
+    ex = (torch.randn(2, 3, 10),)
+    q = quantize_module(m, ex)
+    (mean,) = [n for n in q.graph.nodes if n.op == "call_function" and "mean" in str(n.target)]
+    dq_in = mean.args[0]
+    (qnode,) = list(mean.users)
+    if scale_factor is None:
+        scale, zp = dq_in.args[1], dq_in.args[2]
+    else:
+        scale, zp = qnode.args[1] * scale_factor, qnode.args[2]
+    assert "quantize_per_tensor" in node_op(qnode)
+    qnode.args = (qnode.args[0], scale, zp, *qnode.args[3:])
+    for u in list(qnode.users):
+        u.args = (u.args[0], scale, zp, *u.args[3:])
+    q.recompile()
+    return lower(m, ex, converted=q)
+
+
+def test_mean_last_dim_with_the_input_quantization_is_an_average_pool() -> None:
+    low = _mean_last_dim_with_output(None)
+    assert low.opcodes() == [Q, "RESHAPE", "RESHAPE", "AVG_POOL2D", "RESHAPE", DQ]
+    op = next(o for o in low.decoded().ops if o.opcode == Opcode.AVG_POOL2D)
+    assert (op.params["kernel_h"], op.params["kernel_w"]) == (10, 1)
+    check_numerics(low)
+
+
+def test_mean_last_dim_multiplier_beyond_1_stays_on_cpu() -> None:
+    low = _mean_last_dim_with_output(0.02)  # s_in / (s_out * 10) >= 1
+    (d,) = [d for d in low.decisions if d.op == "aten.mean.dim"]
+    assert not d.delegated and "multiplier" in d.reason and ">= 1" in d.reason, d.reason
+
+
+def test_mean_over_a_leading_dim_stays_on_cpu() -> None:
+    torch.manual_seed(0)
+    low = lower(Fn(lambda mods, x: x.mean(1)).eval(), (torch.randn(2, 3, 10),))
+    (d,) = [d for d in low.decisions if d.op == "aten.mean.dim"]
+    assert not d.delegated and "only the mean over the last dims" in d.reason, d.reason
+
+
+def test_mean_of_more_than_65535_values_stays_on_cpu() -> None:
+    torch.manual_seed(0)
+    low = lower(Fn(lambda mods, x: x.mean(-1)).eval(), (torch.randn(2, 70000),))
+    (d,) = [d for d in low.decisions if d.op == "aten.mean.dim"]
+    assert not d.delegated and "65535" in d.reason, d.reason
