@@ -167,6 +167,21 @@ POOL_CASES = [
          {"kernel_h": 3, "kernel_w": 4, "stride_h": 3, "stride_w": 4, "pad_top": 0, "divisor_mode": 0}),
     Case("mean_hw_keepdim", f(lambda m, x: x.mean((2, 3), keepdim=True)), ((1, 5, 6, 7),), [Q, "AVG_POOL2D", DQ]),
     Case("mean_hw_flat", f(lambda m, x: x.mean((-1, -2))), ((2, 5, 4, 4),), [Q, "AVG_POOL2D", "RESHAPE", DQ]),
+    # 1-D pooling: the 2-D pooling of the [N, C, 1, L] view (NHWC [N, 1, L, C] = [N, L, C])
+    Case("maxpool1d_k2", lambda: nn.MaxPool1d(2), ((2, 3, 10),), [Q, "RESHAPE", "MAX_POOL2D", "RESHAPE", DQ],
+         {"kernel_h": 1, "kernel_w": 2, "stride_h": 1, "stride_w": 2, "pad_top": 0, "pad_left": 0}, "MAX_POOL2D"),
+    Case("maxpool1d_k3s2p1_ceil", lambda: nn.MaxPool1d(3, 2, 1, ceil_mode=True), ((1, 4, 10),),
+         [Q, "RESHAPE", "MAX_POOL2D", "RESHAPE", DQ], {"kernel_w": 3, "stride_w": 2, "pad_left": 1, "pad_right": 1},
+         "MAX_POOL2D"),
+    Case("avgpool1d_k3s1", lambda: nn.AvgPool1d(3, 1), ((2, 5, 9),), [Q, "RESHAPE", "AVG_POOL2D", "RESHAPE", DQ],
+         {"kernel_h": 1, "kernel_w": 3, "stride_w": 1}, "AVG_POOL2D"),
+    Case("avgpool1d_pad_include", lambda: nn.AvgPool1d(3, 2, 1), ((1, 3, 11),),
+         [Q, "RESHAPE", "AVG_POOL2D", "RESHAPE", DQ], {"pad_left": 1, "divisor_mode": 1}, "AVG_POOL2D"),
+    Case("avgpool1d_pad_exclude_ceil", lambda: nn.AvgPool1d(4, 3, 2, ceil_mode=True, count_include_pad=False),
+         ((1, 3, 12),), [Q, "RESHAPE", "AVG_POOL2D", "RESHAPE", DQ], {"pad_left": 2, "divisor_mode": 0}, "AVG_POOL2D"),
+    # after a conv1d the pooling reads its NHWC result directly
+    Case("conv1d_maxpool1d", seq(conv1d(3, 8, 3, padding=1), nn.ReLU, lambda: nn.MaxPool1d(2)), ((1, 3, 16),),
+         [Q, "RESHAPE", "CONV2D", "MAX_POOL2D", "RESHAPE", DQ]),
     # mean over the last dim(s): MEAN_HW over the [B, 1, R, 1] view (its own output observer)
     # (the two RESHAPEs are [N, C, L] -> [N*C, 1, L, 1] -> its NHWC [N*C, L, 1, 1], in place)
     Case("mean_last_dim_3d", f(lambda m, x: x.mean(-1)), ((2, 3, 10),), MLAST, MEAN_PARAMS, "MEAN_HW"),
@@ -376,6 +391,8 @@ def test_mean_with_its_own_output_scale_uses_mean_hw() -> None:
     [
         (lambda: nn.MaxPool2d(2, dilation=2), (1, 3, 8, 8), "aten.max_pool2d_with_indices.default", "dilation"),
         (lambda: nn.AvgPool2d(2, divisor_override=3), (1, 3, 8, 8), "aten.avg_pool2d.default", "divisor_override"),
+        (lambda: nn.MaxPool1d(2, dilation=2), (1, 3, 12), "aten.max_pool2d_with_indices.default",
+         "part of aten.max_pool1d.default"),
         (lambda: nn.Softmax(2), (1, 3, 4, 5), "aten._softmax.default", "contiguous"),
         (lambda: nn.ELU(), (1, 3, 4, 5), "aten.elu.default", "no ESP-NN lowering"),
         (lambda: nn.AdaptiveAvgPool2d(3), (1, 3, 10, 10), "aten._adaptive_avg_pool2d.default",
@@ -383,7 +400,7 @@ def test_mean_with_its_own_output_scale_uses_mean_hw() -> None:
         (f(lambda m, x: torch.add(x, x.flip(-1), alpha=-1)), (1, 3, 4, 5), "aten.add.Tensor",
          "only a positive number"),
     ],
-    ids=["maxpool_dilation", "avgpool_divisor_override", "softmax_dim2", "elu", "adaptive_avgpool_uneven",
+    ids=["maxpool_dilation", "avgpool_divisor_override", "maxpool1d_dilation", "softmax_dim2", "elu", "adaptive_avgpool_uneven",
          "add_negative_alpha"],
 )
 def test_unsupported_variants_stay_on_cpu_with_reason(

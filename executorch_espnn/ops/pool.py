@@ -1,4 +1,4 @@
-"""max/avg pool 2d, global average pooling (adaptive avg pool to 1x1, mean over H, W, mean
+"""max/avg pool 2d and 1d, global average pooling (adaptive avg pool to 1x1, mean over H, W, mean
 over the last dims) and adaptive average pooling to sizes that divide the input."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from ..payload.format import (
     MAX_POOL_WINDOW,
 )
 from . import OpLowering, Unit, Unsupported, register
-from .common import emit_moved, normalize_dim, pair, requant
+from .common import emit_moved, normalize_dim, pair, requant, requant_table
 
 if TYPE_CHECKING:
     from torch.fx import Node
@@ -112,6 +112,69 @@ class AvgPool2d(OpLowering):
         x_t = b.realize(x, nhwc(4))
         _, out = b.define(unit.output, nhwc(4))
         b.emit(Opcode.AVG_POOL2D, [x_t], out, params)
+
+
+def _single(v: object, what: str, default: int | None = None) -> int:
+    """A 1-D pooling's kernel/stride/padding/dilation: an int or a one-element list."""
+    if isinstance(v, int):
+        return v
+    if isinstance(v, (list, tuple)) and len(v) == 1:
+        return int(v[0])
+    if isinstance(v, (list, tuple)) and not v and default is not None:
+        return default
+    raise Unsupported(f"{what} {v!r} of a 1-D pooling is not one integer")
+
+
+@register
+class Pool1d(OpLowering):
+    """max/avg pool 1d on [N, C, L]: the 2-D pooling of the [N, C, 1, L] view (kernel (1, k),
+    stride (1, s), padding (0, p)).  NHWC [N, 1, L, C] has the bytes of [N, L, C], so the
+    views are RESHAPEs planned in place (or nothing, next to a conv1d).  Kept whole through
+    to_edge, which would split it into unsqueeze, 2-D pooling and squeeze."""
+
+    targets = ("aten.avg_pool1d.default", "aten.max_pool1d.default")
+    preserve = targets
+
+    def lower(self, unit: Unit, b: PayloadBuilder) -> None:
+        from ..lowering_graph import node_arg, node_op, qdq_params, static_shape
+        from ..payload_builder import nhwc
+
+        node = unit.anchor
+        is_max = node_op(node) == "aten.max_pool1d.default"
+        x = b.operand(unit.inputs[0])
+        assert x.qp is not None
+        if x.rank != 3:
+            raise Unsupported(f"1-D pooling of a rank-{x.rank} tensor; only [N, C, L] is delegated")
+        k = _single(node_arg(node, 1, "kernel_size"), "kernel_size")
+        s = _single(node_arg(node, 2, "stride", []), "stride", default=k)
+        p = _single(node_arg(node, 3, "padding", 0), "padding")
+        qout = qdq_params(unit.output)
+        if is_max:
+            if _single(node_arg(node, 4, "dilation", 1), "dilation") != 1:
+                raise Unsupported("dilation: ESP-NN pooling has no dilation")
+        else:
+            if qout != x.qp:
+                raise Unsupported("input and output quantization differ; ESP-NN average pooling keeps them equal")
+        out_shape = static_shape(unit.output)
+        if len(out_shape) != 3:
+            raise Unsupported(f"unexpected output shape {out_shape}")
+        n, c, length = x.shape
+        out4 = (out_shape[0], out_shape[1], 1, out_shape[2])
+        params = _window_params((n, c, 1, length), out4, (1, k), (1, s), (0, p))
+        if not is_max:
+            include_pad = bool(node_arg(node, 5, "count_include_pad", True))
+            params["divisor_mode"] = AVG_DIVISOR_INCLUDE_PAD if include_pad else AVG_DIVISOR_VALID
+        x_t = b.realize(b.reshaped(x, (n, c, 1, length)), nhwc(4))
+        opcode = Opcode.MAX_POOL2D if is_max else Opcode.AVG_POOL2D
+        if qout == x.qp:
+            _, out = b.define_view(unit.output, out4, nhwc(4))
+            b.emit(opcode, [x_t], out, params)
+            return
+        # max commutes with the (monotone) requantisation, so pooling first is exact
+        tmp = b.arena(out4, DType.INT8, x.qp, nhwc(4))
+        b.emit(opcode, [x_t], tmp, params)
+        _, out = b.define_view(unit.output, out4, nhwc(4))
+        b.emit(Opcode.LUT, [tmp, b.constant(requant_table(x.qp, qout))], out)
 
 
 def _global_pool(unit: Unit, b: PayloadBuilder) -> None:

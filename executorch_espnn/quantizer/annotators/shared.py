@@ -15,6 +15,8 @@ _SINGLE_INPUT: frozenset[OpOverload] = frozenset({
     # pooling (max: values are a subset; avg: a convex combination stays in range)
     aten.max_pool2d.default,
     aten.avg_pool2d.default,
+    aten.max_pool1d.default,
+    aten.avg_pool1d.default,
     aten.adaptive_avg_pool2d.default,
     # padding
     aten.pad.default,
