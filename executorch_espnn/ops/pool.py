@@ -268,9 +268,8 @@ class MeanHW(OpLowering):
             raise Unsupported("mean with a dtype argument")
         if not 2 <= x.rank <= 4:
             raise Unsupported(f"mean over a rank-{x.rank} tensor; only ranks 2 to 4 are delegated")
-        norm = sorted({normalize_dim(d, x.rank) for d in dims})
-        if not norm:
-            raise Unsupported("mean over all dims given as an empty dim list")
+        # an empty (or absent) dim list means every dim, as in PyTorch
+        norm = sorted({normalize_dim(d, x.rank) for d in dims}) if dims else list(range(x.rank))
         if x.rank == 4 and norm == [2, 3]:
             _global_pool(unit, b)
             return
