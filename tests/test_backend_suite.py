@@ -200,7 +200,7 @@ SELECTION: dict[tuple[str, str], str] = {
     ("test_maxpool2d.py", "test_maxpool2d_return_indices"): "delegated",
     ("test_maxpool2d.py", "test_maxpool2d_combinations"): "partial",  # dilation: no ESP-NN pooling
     ("test_adaptive_avgpool2d.py", "test_adaptive_avgpool2d_output_size"): "delegated",
-    ("test_mean.py", "test_mean_basic"): "fallback",  # only the H, W mean of NCHW is delegated
+    ("test_mean.py", "test_mean_basic"): "delegated",  # the mean over every dim: MEAN_HW of [1, 1, R, 1]
     # data movement
     ("test_cat.py", "test_cat_negative_dim"): "delegated",
     ("test_cat.py", "test_cat_different_shapes"): "delegated",

@@ -614,6 +614,10 @@ def _op_cases() -> dict[str, tuple[object, tuple[tuple[int, ...], ...]]]:
         "leaky_relu": (nn.LeakyReLU(0.1), img),
         "upsample_nearest": (nn.Upsample(scale_factor=2, mode="nearest"), img),
         "permute": (Fn(lambda x: x.permute(0, 2, 3, 1)), img),
+        "stack_last_dim": (Fn(lambda x: torch.stack([x[:, 0:3], x[:, 3:6]], -1)), ((2, 6, 7),)),
+        "mean_last_dim": (Fn(lambda x: x.mean(-1)), ((2, 6, 19),)),
+        "maxpool1d_pad_ceil": (nn.MaxPool1d(3, stride=2, padding=1, ceil_mode=True), ((2, 6, 20),)),
+        "avgpool1d_pad": (nn.AvgPool1d(3, stride=2, padding=1), ((2, 6, 19),)),
     }
 
 

@@ -70,6 +70,8 @@ def f(fn: Callable[..., torch.Tensor], *mods: Callable[[], nn.Module]) -> Callab
 
 
 Q, DQ = "QUANTIZE", "DEQUANTIZE"
+MLAST = [Q, "RESHAPE", "RESHAPE", "MEAN_HW", "RESHAPE", DQ]
+MEAN_PARAMS = {"shift": 0}
 
 CONV_CASES = [
     Case("conv1x1", conv(16, 24, 1), ((1, 16, 7, 9),), [Q, "CONV2D", DQ], {"groups": 1, "pad_top": 0}),
@@ -165,6 +167,33 @@ POOL_CASES = [
          {"kernel_h": 3, "kernel_w": 4, "stride_h": 3, "stride_w": 4, "pad_top": 0, "divisor_mode": 0}),
     Case("mean_hw_keepdim", f(lambda m, x: x.mean((2, 3), keepdim=True)), ((1, 5, 6, 7),), [Q, "AVG_POOL2D", DQ]),
     Case("mean_hw_flat", f(lambda m, x: x.mean((-1, -2))), ((2, 5, 4, 4),), [Q, "AVG_POOL2D", "RESHAPE", DQ]),
+    # 1-D pooling: the 2-D pooling of the [N, C, 1, L] view (NHWC [N, 1, L, C] = [N, L, C])
+    Case("maxpool1d_k2", lambda: nn.MaxPool1d(2), ((2, 3, 10),), [Q, "RESHAPE", "MAX_POOL2D", "RESHAPE", DQ],
+         {"kernel_h": 1, "kernel_w": 2, "stride_h": 1, "stride_w": 2, "pad_top": 0, "pad_left": 0}, "MAX_POOL2D"),
+    Case("maxpool1d_k3s2p1_ceil", lambda: nn.MaxPool1d(3, 2, 1, ceil_mode=True), ((1, 4, 10),),
+         [Q, "RESHAPE", "MAX_POOL2D", "RESHAPE", DQ], {"kernel_w": 3, "stride_w": 2, "pad_left": 1, "pad_right": 1},
+         "MAX_POOL2D"),
+    Case("avgpool1d_k3s1", lambda: nn.AvgPool1d(3, 1), ((2, 5, 9),), [Q, "RESHAPE", "AVG_POOL2D", "RESHAPE", DQ],
+         {"kernel_h": 1, "kernel_w": 3, "stride_w": 1}, "AVG_POOL2D"),
+    Case("avgpool1d_pad_include", lambda: nn.AvgPool1d(3, 2, 1), ((1, 3, 11),),
+         [Q, "RESHAPE", "AVG_POOL2D", "RESHAPE", DQ], {"pad_left": 1, "divisor_mode": 1}, "AVG_POOL2D"),
+    Case("avgpool1d_pad_exclude_ceil", lambda: nn.AvgPool1d(4, 3, 2, ceil_mode=True, count_include_pad=False),
+         ((1, 3, 12),), [Q, "RESHAPE", "AVG_POOL2D", "RESHAPE", DQ], {"pad_left": 2, "divisor_mode": 0}, "AVG_POOL2D"),
+    # after a conv1d the pooling reads its NHWC result directly
+    Case("conv1d_maxpool1d", seq(conv1d(3, 8, 3, padding=1), nn.ReLU, lambda: nn.MaxPool1d(2)), ((1, 3, 16),),
+         [Q, "RESHAPE", "CONV2D", "MAX_POOL2D", "RESHAPE", DQ]),
+    # mean over the last dim(s): MEAN_HW over the [B, 1, R, 1] view (its own output observer)
+    # (the two RESHAPEs are [N, C, L] -> [N*C, 1, L, 1] -> its NHWC [N*C, L, 1, 1], in place)
+    Case("mean_last_dim_3d", f(lambda m, x: x.mean(-1)), ((2, 3, 10),), MLAST, MEAN_PARAMS, "MEAN_HW"),
+    Case("mean_last_dim_3d_keepdim", f(lambda m, x: x.mean(2, keepdim=True)), ((2, 3, 10),), MLAST),
+    Case("mean_last_two_dims_3d", f(lambda m, x: x.mean((1, 2))), ((3, 4, 5),), MLAST),
+    Case("mean_last_two_dims_3d_keepdim", f(lambda m, x: x.mean((-2, -1), keepdim=True)), ((3, 4, 5),), MLAST),
+    Case("mean_empty_dim_list_3d", f(lambda m, x: torch.mean(x, dim=[])), ((2, 4, 5),), MLAST),
+    Case("mean_2d_features", f(lambda m, x: x.mean(1)), ((4, 16),), [Q, "RESHAPE", "MEAN_HW", "RESHAPE", DQ]),
+    Case("mean_4d_last_dim", f(lambda m, x: x.mean(-1, keepdim=True)), ((1, 3, 4, 6),), MLAST),
+    # a conv1d's result is [N, L, C] in memory: the mean over L reads it as NHWC [N, 1, L, C]
+    Case("mean_conv1d_output", f(lambda m, x: m[0](x).mean(-1), conv1d(3, 6, 3)), ((2, 3, 12),),
+         [Q, "RESHAPE", "CONV2D", "MEAN_HW", "RESHAPE", DQ]),
 ]
 
 SOFTMAX_CASES = [
@@ -208,6 +237,17 @@ MOVEMENT_CASES = [
     Case("cat_channels", f(lambda m, x: torch.cat([m[0](x), m[1](x)], 1), conv(3, 4, 1), conv(3, 5, 3, padding=1)),
          ((1, 3, 6, 6),), [Q, "CONV2D", "CONV2D", "CONCAT", DQ]),
     Case("cat_last_dim", f(lambda m, x, y: torch.cat([x, y], -1)), ((2, 3, 4), (2, 3, 2)), [Q, Q, "CONCAT", DQ]),
+    # stack: CONCAT of the unit-dim views of the inputs (RESHAPEs planned in place)
+    Case("stack_dim0", f(lambda m, x, y, z: torch.stack([x, y, z])), ((2, 3, 4),) * 3,
+         [Q, "RESHAPE", Q, "RESHAPE", Q, "RESHAPE", "CONCAT", DQ], {"axis": 0}, "CONCAT"),
+    Case("stack_last_dim", f(lambda m, x, y: torch.stack([x, y], -1)), ((2, 5), (2, 5)),
+         [Q, "RESHAPE", Q, "RESHAPE", "CONCAT", DQ], {"axis": 2}, "CONCAT"),
+    Case("stack_middle_2d", f(lambda m, x, y: torch.stack([x, y], 1)), ((3, 6), (3, 6)),
+         [Q, "RESHAPE", Q, "RESHAPE", "CONCAT", DQ], {"axis": 1}, "CONCAT"),
+    # two convs' results quantized each on its own: the stack requantises them to its output
+    Case("stack_conv1d_outputs",
+         f(lambda m, x: torch.stack([m[0](x), m[1](x)], 1), conv1d(3, 4, 1), conv1d(3, 4, 3, padding=1)),
+         ((1, 3, 5),), [Q, "RESHAPE", "CONV2D", "CONV2D", "RESHAPE", "RESHAPE", "RESHAPE", "RESHAPE", "CONCAT", DQ]),
     Case("pad_value", f(lambda m, x: F.pad(x, (1, 2, 0, 1), value=0.5)), ((1, 2, 4, 5),), [Q, "PAD", DQ]),
     Case("upsample_x2", lambda: nn.Upsample(scale_factor=2, mode="nearest"), ((1, 3, 4, 5),),
          [Q, "UPSAMPLE_NEAREST", DQ]),
@@ -352,6 +392,8 @@ def test_mean_with_its_own_output_scale_uses_mean_hw() -> None:
     [
         (lambda: nn.MaxPool2d(2, dilation=2), (1, 3, 8, 8), "aten.max_pool2d_with_indices.default", "dilation"),
         (lambda: nn.AvgPool2d(2, divisor_override=3), (1, 3, 8, 8), "aten.avg_pool2d.default", "divisor_override"),
+        (lambda: nn.MaxPool1d(2, dilation=2), (1, 3, 12), "aten.max_pool2d_with_indices.default",
+         "part of aten.max_pool1d.default"),
         (lambda: nn.Softmax(2), (1, 3, 4, 5), "aten._softmax.default", "contiguous"),
         (lambda: nn.ELU(), (1, 3, 4, 5), "aten.elu.default", "no ESP-NN lowering"),
         (lambda: nn.AdaptiveAvgPool2d(3), (1, 3, 10, 10), "aten._adaptive_avg_pool2d.default",
@@ -359,7 +401,7 @@ def test_mean_with_its_own_output_scale_uses_mean_hw() -> None:
         (f(lambda m, x: torch.add(x, x.flip(-1), alpha=-1)), (1, 3, 4, 5), "aten.add.Tensor",
          "only a positive number"),
     ],
-    ids=["maxpool_dilation", "avgpool_divisor_override", "softmax_dim2", "elu", "adaptive_avgpool_uneven",
+    ids=["maxpool_dilation", "avgpool_divisor_override", "maxpool1d_dilation", "softmax_dim2", "elu", "adaptive_avgpool_uneven",
          "add_negative_alpha"],
 )
 def test_unsupported_variants_stay_on_cpu_with_reason(
@@ -385,3 +427,100 @@ def test_activations_and_reshapes_are_planned_in_place() -> None:
     # peak: the first conv reads its 1x3x8x8 input (192 B) while writing 1x8x6x6 (288 B)
     assert p.arena_size == 192 + 288
     check_numerics(low)
+
+
+def _requantize_input(q: Any, index: int, scale_factor: float, zp_shift: int) -> None:
+    """Give the model input ``index`` other quantization parameters than the quantizer chose
+    (its quantize node and the dequantize nodes reading it), as a differently calibrated
+    producer would."""
+    from executorch_espnn.lowering_graph import node_op
+
+    ph = [n for n in q.graph.nodes if n.op == "placeholder"][index]
+    (qnode,) = [u for u in ph.users if "quantize_per_tensor" in node_op(u)]
+    qnode.args = (qnode.args[0], qnode.args[1] * scale_factor, qnode.args[2] + zp_shift, *qnode.args[3:])
+    for u in list(qnode.users):
+        u.args = (u.args[0], qnode.args[1], qnode.args[2], *u.args[3:])
+    q.recompile()
+
+
+def test_stack_requantises_inputs_with_other_quantization() -> None:
+    """An input quantized differently from the stack's output passes through a LUT (exactly
+    dequantize -> quantize) before the CONCAT; the others are copied as they are."""
+    from tests.lowering_helpers import quantize_module
+
+    m = Fn(lambda mods, x, y: torch.stack([x, y], 1)).eval()
+    ex = (torch.randn(2, 3, 4), torch.randn(2, 3, 4))
+    q = quantize_module(m, ex)
+    _requantize_input(q, 1, 1.6, -5)
+    low = lower(m, ex, converted=q)
+    assert low.cpu() == []
+    assert low.opcodes() == [Q, "RESHAPE", Q, "RESHAPE", "LUT", "CONCAT", DQ]
+    check_numerics(low)
+
+
+def test_stack_beyond_rank_4_stays_on_cpu() -> None:
+    torch.manual_seed(0)
+    m = Fn(lambda mods, x, y: torch.stack([x, y], 2)).eval()
+    low = lower(m, (torch.randn(1, 2, 3, 4), torch.randn(1, 2, 3, 4)))
+    assert low.delegated() == []
+    assert any("rank 5" in d.reason for d in low.cpu()), low.decisions
+
+
+def test_stack_of_more_than_16_tensors_stays_on_cpu() -> None:
+    torch.manual_seed(0)
+    m = Fn(lambda mods, x: torch.stack([x] * 17, 0)).eval()
+    low = lower(m, (torch.randn(2, 3),))
+    reasons = [d.reason for d in low.cpu()]
+    assert any("at most 16" in r for r in reasons), low.decisions
+
+
+def _mean_last_dim_with_output(scale_factor: float | None) -> Lowered:
+    """x.mean(-1) of [2, 3, 10] with the output quantization edited: the input's own
+    parameters (``None``) or the observed output scale times ``scale_factor``."""
+    from executorch_espnn.lowering_graph import node_op
+    from tests.lowering_helpers import quantize_module
+
+    m = Fn(lambda mods, x: x.mean(-1)).eval()
+    ex = (torch.randn(2, 3, 10),)
+    q = quantize_module(m, ex)
+    (mean,) = [n for n in q.graph.nodes if n.op == "call_function" and "mean" in str(n.target)]
+    dq_in = mean.args[0]
+    (qnode,) = list(mean.users)
+    if scale_factor is None:
+        scale, zp = dq_in.args[1], dq_in.args[2]
+    else:
+        scale, zp = qnode.args[1] * scale_factor, qnode.args[2]
+    assert "quantize_per_tensor" in node_op(qnode)
+    qnode.args = (qnode.args[0], scale, zp, *qnode.args[3:])
+    for u in list(qnode.users):
+        u.args = (u.args[0], scale, zp, *u.args[3:])
+    q.recompile()
+    return lower(m, ex, converted=q)
+
+
+def test_mean_last_dim_with_the_input_quantization_is_an_average_pool() -> None:
+    low = _mean_last_dim_with_output(None)
+    assert low.opcodes() == [Q, "RESHAPE", "RESHAPE", "AVG_POOL2D", "RESHAPE", DQ]
+    op = next(o for o in low.decoded().ops if o.opcode == Opcode.AVG_POOL2D)
+    assert (op.params["kernel_h"], op.params["kernel_w"]) == (10, 1)
+    check_numerics(low)
+
+
+def test_mean_last_dim_multiplier_beyond_1_stays_on_cpu() -> None:
+    low = _mean_last_dim_with_output(0.02)  # s_in / (s_out * 10) >= 1
+    (d,) = [d for d in low.decisions if d.op == "aten.mean.dim"]
+    assert not d.delegated and "multiplier" in d.reason and ">= 1" in d.reason, d.reason
+
+
+def test_mean_over_a_leading_dim_stays_on_cpu() -> None:
+    torch.manual_seed(0)
+    low = lower(Fn(lambda mods, x: x.mean(1)).eval(), (torch.randn(2, 3, 10),))
+    (d,) = [d for d in low.decisions if d.op == "aten.mean.dim"]
+    assert not d.delegated and "only the mean over the last dims" in d.reason, d.reason
+
+
+def test_mean_of_more_than_65535_values_stays_on_cpu() -> None:
+    torch.manual_seed(0)
+    low = lower(Fn(lambda mods, x: x.mean(-1)).eval(), (torch.randn(2, 70000),))
+    (d,) = [d for d in low.decisions if d.op == "aten.mean.dim"]
+    assert not d.delegated and "65535" in d.reason, d.reason

@@ -356,6 +356,19 @@ def test_shared_ops_reuse_input_qparams(name: str) -> None:
     assert ins == [out] and ins[0] is out
 
 
+@pytest.mark.parametrize(("pool", "target"), [
+    (nn.MaxPool1d(3, 2, 1), aten.max_pool1d.default),
+    (nn.AvgPool1d(2, count_include_pad=False), aten.avg_pool1d.default),
+], ids=["max_pool1d", "avg_pool1d"])
+def test_pool1d_reuses_input_qparams(pool: nn.Module, target: Any) -> None:
+    model = Fn(lambda s, x: s.mods[1](s.mods[0](x)), nn.Conv1d(3, 4, 3, padding=1), pool)
+    gm = run_pt2e(model, (torch.randn(1, 3, 12),))
+    node = one(gm, target)
+    assert input_qparams(node) == output_qparams(node) == output_qparams(one(gm, aten.conv1d.default))
+    ins, out = observers_around(prepared(model, (torch.randn(1, 3, 12),)), target)
+    assert ins == [out] and ins[0] is out
+
+
 def test_cat_inputs_and_output_share_one_qparam_set() -> None:
     model = Fn(
         lambda s, x, y: torch.cat([s.mods[0](x), s.mods[1](x) * 3.0, y], 1),
@@ -371,6 +384,23 @@ def test_cat_inputs_and_output_share_one_qparam_set() -> None:
     assert output_qparams(one(gm, aten.mul.Tensor)) == out
     ins, obs = observers_around(prepared(model, (torch.randn(1, 3, 5, 5), torch.randn(1, 2, 5, 5))),
                                 aten.cat.default)
+    assert len(ins) == 3 and all(o is obs for o in ins)
+
+
+def test_stack_inputs_and_output_share_one_qparam_set() -> None:
+    model = Fn(
+        lambda s, x, y: torch.stack([s.mods[0](x), s.mods[1](x) * 3.0, y], 1),
+        nn.Conv2d(3, 4, 1), nn.Conv2d(3, 4, 1),
+    )
+    gm = run_pt2e(model, (torch.randn(1, 3, 5, 5), torch.randn(1, 4, 5, 5) * 10))
+    stack = one(gm, aten.stack.default)
+    out = output_qparams(stack)
+    for a in stack.args[0]:
+        assert a.target == DQ and qparams(a) == out
+    assert output_qparams(ops(gm, aten.conv2d.default)[0]) == out
+    assert output_qparams(one(gm, aten.mul.Tensor)) == out
+    ins, obs = observers_around(prepared(model, (torch.randn(1, 3, 5, 5), torch.randn(1, 4, 5, 5))),
+                                aten.stack.default)
     assert len(ins) == 3 and all(o is obs for o in ins)
 
 

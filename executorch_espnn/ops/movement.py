@@ -1,4 +1,4 @@
-"""Data movement: reshape-like views, permute, slice/select, cat, constant pad, nearest upsampling.
+"""Data movement: reshape-like views, permute, slice/select, cat, stack, constant pad, nearest upsampling.
 
 None of these change values, so when the quantizer gave the output other
 quantization parameters than the input, a requantising LUT follows (exactly the
@@ -207,6 +207,53 @@ class Cat(OpLowering):
             t = b.realize(v, perm)
             if v.qp != qout:
                 moved = b.arena(v.shape, DType.INT8, qout, perm)
+                b.emit(Opcode.LUT, [t, b.constant(requant_table(v.qp, qout))], moved)
+                t = moved
+            srcs.append(t)
+        _, out = b.define(unit.output, perm)
+        b.emit(Opcode.CONCAT, srcs, out, {"axis": inverse(perm)[dim]})
+
+
+@register
+class Stack(OpLowering):
+    """stack = CONCAT of the inputs' views with a unit dim inserted at ``dim`` (each view
+    keeps its input's bytes, so it is a RESHAPE planned in place, or nothing)."""
+
+    targets = ("aten.stack.default",)
+    preserve = ("aten.stack.default",)
+
+    def activation_args(self, node: Node, ctx: GraphContext) -> list[Node]:
+        from torch.fx import Node as FxNode
+
+        tensors = node.args[0]
+        if not isinstance(tensors, (list, tuple)) or not all(isinstance(t, FxNode) for t in tensors):
+            raise Unsupported("stack of something other than a list of tensors")
+        if not 1 <= len(tensors) <= MAX_OP_INPUTS:
+            raise Unsupported(f"stack of {len(tensors)} tensors; the engine concatenates at most {MAX_OP_INPUTS}")
+        return list(tensors)
+
+    def lower(self, unit: Unit, b: PayloadBuilder) -> None:
+        from ..lowering_graph import node_arg, qdq_params, static_shape
+        from ..payload_builder import inverse, nhwc
+
+        vals = [b.operand(dq) for dq in unit.inputs]
+        out_shape = static_shape(unit.output)
+        rank = len(out_shape)
+        if any(v.rank != rank - 1 or v.shape != vals[0].shape for v in vals):
+            raise Unsupported("stack of tensors of different shapes")
+        dim = normalize_dim(node_arg(unit.anchor, 1, "dim", 0), rank)
+        piece = (*out_shape[:dim], 1, *out_shape[dim + 1:])
+        if out_shape[dim] != len(vals) or tuple(d for i, d in enumerate(piece) if i != dim) != vals[0].shape:
+            raise Unsupported(f"unexpected output shape {out_shape}")
+        qout = qdq_params(unit.output)
+        views = [b.reshaped(v, piece) for v in vals]
+        perm = b.any_layout(views[0], nhwc(rank))
+        srcs = []
+        for v in views:
+            assert v.qp is not None
+            t = b.realize(v, perm)
+            if v.qp != qout:
+                moved = b.arena(piece, DType.INT8, qout, perm)
                 b.emit(Opcode.LUT, [t, b.constant(requant_table(v.qp, qout))], moved)
                 t = moved
             srcs.append(t)

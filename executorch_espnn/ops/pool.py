@@ -1,9 +1,11 @@
-"""max/avg pool 2d, global average pooling (adaptive avg pool to 1x1, mean over H, W) and
-adaptive average pooling to sizes that divide the input."""
+"""max/avg pool 2d and 1d, global average pooling (adaptive avg pool to 1x1, mean over H, W, mean
+over the last dims) and adaptive average pooling to sizes that divide the input."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from ..payload import DType, Opcode
 from ..payload.format import (
@@ -13,12 +15,12 @@ from ..payload.format import (
     MAX_POOL_WINDOW,
 )
 from . import OpLowering, Unit, Unsupported, register
-from .common import emit_moved, normalize_dim, pair, requant
+from .common import emit_moved, normalize_dim, pair, requant, requant_table
 
 if TYPE_CHECKING:
     from torch.fx import Node
 
-    from ..payload_builder import PayloadBuilder
+    from ..payload_builder import PayloadBuilder, Value
 
 GETITEM = "getitem"
 
@@ -112,27 +114,103 @@ class AvgPool2d(OpLowering):
         b.emit(Opcode.AVG_POOL2D, [x_t], out, params)
 
 
+def _single(v: object, what: str, default: int | None = None) -> int:
+    """A 1-D pooling's kernel/stride/padding/dilation: an int or a one-element list."""
+    if isinstance(v, int):
+        return v
+    if isinstance(v, (list, tuple)) and len(v) == 1:
+        return int(v[0])
+    if isinstance(v, (list, tuple)) and not v and default is not None:
+        return default
+    raise Unsupported(f"{what} {v!r} of a 1-D pooling is not one integer")
+
+
+@register
+class Pool1d(OpLowering):
+    """max/avg pool 1d on [N, C, L]: the 2-D pooling of the [N, C, 1, L] view (kernel (1, k),
+    stride (1, s), padding (0, p)).  NHWC [N, 1, L, C] has the bytes of [N, L, C], so the
+    views are RESHAPEs planned in place (or nothing, next to a conv1d).  Kept whole through
+    to_edge, which would split it into unsqueeze, 2-D pooling and squeeze."""
+
+    targets = ("aten.avg_pool1d.default", "aten.max_pool1d.default")
+    preserve = targets
+
+    def lower(self, unit: Unit, b: PayloadBuilder) -> None:
+        from ..lowering_graph import node_arg, node_op, qdq_params, static_shape
+        from ..payload_builder import nhwc
+
+        node = unit.anchor
+        is_max = node_op(node) == "aten.max_pool1d.default"
+        x = b.operand(unit.inputs[0])
+        assert x.qp is not None
+        if x.rank != 3:
+            raise Unsupported(f"1-D pooling of a rank-{x.rank} tensor; only [N, C, L] is delegated")
+        k = _single(node_arg(node, 1, "kernel_size"), "kernel_size")
+        s = _single(node_arg(node, 2, "stride", []), "stride", default=k)
+        p = _single(node_arg(node, 3, "padding", 0), "padding")
+        qout = qdq_params(unit.output)
+        if is_max:
+            if _single(node_arg(node, 4, "dilation", 1), "dilation") != 1:
+                raise Unsupported("dilation: ESP-NN pooling has no dilation")
+        else:
+            if qout != x.qp:
+                raise Unsupported("input and output quantization differ; ESP-NN average pooling keeps them equal")
+        out_shape = static_shape(unit.output)
+        if len(out_shape) != 3:
+            raise Unsupported(f"unexpected output shape {out_shape}")
+        n, c, length = x.shape
+        out4 = (out_shape[0], out_shape[1], 1, out_shape[2])
+        params = _window_params((n, c, 1, length), out4, (1, k), (1, s), (0, p))
+        if not is_max:
+            include_pad = bool(node_arg(node, 5, "count_include_pad", True))
+            params["divisor_mode"] = AVG_DIVISOR_INCLUDE_PAD if include_pad else AVG_DIVISOR_VALID
+        x_t = b.realize(b.reshaped(x, (n, c, 1, length)), nhwc(4))
+        opcode = Opcode.MAX_POOL2D if is_max else Opcode.AVG_POOL2D
+        if qout == x.qp:
+            _, out = b.define_view(unit.output, out4, nhwc(4))
+            b.emit(opcode, [x_t], out, params)
+            return
+        # max commutes with the (monotone) requantisation, so pooling first is exact
+        tmp = b.arena(out4, DType.INT8, x.qp, nhwc(4))
+        b.emit(opcode, [x_t], tmp, params)
+        _, out = b.define_view(unit.output, out4, nhwc(4))
+        b.emit(Opcode.LUT, [tmp, b.constant(requant_table(x.qp, qout))], out)
+
+
 def _global_pool(unit: Unit, b: PayloadBuilder) -> None:
     """Average over H and W of an NCHW tensor, into [N, C, 1, 1] (or [N, C])."""
-    from ..lowering_graph import qdq_params, static_shape
-    from ..payload_builder import identity, nhwc
+    from ..lowering_graph import static_shape
 
     x = b.operand(unit.inputs[0])
-    assert x.qp is not None
-    n, c, h, w = x.shape
-    qout = qdq_params(unit.output)
+    n, c = x.shape[0], x.shape[1]
     out_shape = static_shape(unit.output)
     if out_shape not in ((n, c, 1, 1), (n, c)):
         raise Unsupported(f"unexpected output shape {out_shape}")
+    _average_hw(unit, b, x, (n, c, 1, 1))
+
+
+def _average_hw(unit: Unit, b: PayloadBuilder, x: Value, keep: tuple[int, int, int, int]) -> None:
+    """Average the 4-D value ``x`` (NCHW logical, read in NHWC) over H and W into ``keep`` =
+    [N, C, 1, 1], then view that as the unit's output (a RESHAPE, in place)."""
+    from ..lowering_graph import qdq_params, static_shape
+    from ..payload_builder import identity, nhwc
+
+    assert x.qp is not None
+    _, _, h, w = x.shape
+    qout = qdq_params(unit.output)
+    out_shape = static_shape(unit.output)
     if h * w > MAX_MEAN_COUNT:
         raise Unsupported(f"averaging {h * w} values exceeds the engine's {MAX_MEAN_COUNT}")
+    mean_hw: dict[str, int] | None = None
+    if qout != x.qp:  # check the multiplier before anything is emitted
+        mult, shift = requant(x.qp.scale32 * qout.inv_scale32 / (h * w), "mean")
+        mean_hw = {"in_offset": -x.qp.zero_point, "out_offset": qout.zero_point, "mult": mult, "shift": shift}
     x_t = b.realize(x, nhwc(4))
-    keep = (n, c, 1, 1)
     if out_shape == keep:
         _, out = b.define(unit.output, nhwc(4))
     else:
         out = b.arena(keep, DType.INT8, qout, nhwc(4))
-    if qout == x.qp:
+    if mean_hw is None:
         if h > 65535 or w > 65535:  # pragma: no cover - dims are checked when tensors are made
             raise Unsupported("window too large")
         b.emit(Opcode.AVG_POOL2D, [x_t], out, {
@@ -141,13 +219,38 @@ def _global_pool(unit: Unit, b: PayloadBuilder) -> None:
             "act_min": -128, "act_max": 127, "divisor_mode": AVG_DIVISOR_VALID,
         })
     else:
-        mult, shift = requant(x.qp.scale32 * qout.inv_scale32 / (h * w), "mean")
-        b.emit(Opcode.MEAN_HW, [x_t], out, {
-            "in_offset": -x.qp.zero_point, "out_offset": qout.zero_point, "mult": mult, "shift": shift,
-        })
+        b.emit(Opcode.MEAN_HW, [x_t], out, mean_hw)
     if out_shape != keep:
-        _, flat = b.define(unit.output, identity(2))
+        _, flat = b.define(unit.output, identity(len(out_shape)))
         b.emit(Opcode.RESHAPE, [out], flat)
+
+
+def _mean_last_dims(unit: Unit, b: PayloadBuilder, dims: list[int]) -> None:
+    """Mean over the trailing dims of a row-major tensor: with B the product of the kept
+    (leading) dims and R of the reduced ones, the tensor is the NCHW [B, 1, R, 1] whose
+    NHWC bytes are its own row-major bytes, and the mean is that view's H, W average (a
+    transposed [N, C, L] averages its [N, C, 1, L] view instead)."""
+    from ..lowering_graph import static_shape
+    from ..payload_builder import same_bytes
+
+    x = b.operand(unit.inputs[0])
+    first = dims[0]
+    batch = int(np.prod(x.shape[:first], dtype=np.int64))
+    count = int(np.prod(x.shape[first:], dtype=np.int64))
+    kept = x.shape[:first]
+    out_shape = static_shape(unit.output)
+    if out_shape not in (kept, kept + (1,) * len(dims)):
+        raise Unsupported(f"unexpected output shape {out_shape}")
+    if count > MAX_MEAN_COUNT:
+        raise Unsupported(f"averaging {count} values exceeds the engine's {MAX_MEAN_COUNT}")
+    if x.rank == 3 and dims == [2] and any(same_bytes(x.shape, p, (0, 2, 1)) for p in b.layouts(x)):
+        # [N, C, L] already laid out as [N, L, C] (a conv1d's result): its [N, C, 1, L] view
+        # is NHWC without moving a byte, so average that over W instead
+        n, c, length = x.shape
+        _average_hw(unit, b, b.reshaped(x, (n, c, 1, length)), (n, c, 1, 1))
+        return
+    view = b.reshaped(x, (batch, 1, count, 1))
+    _average_hw(unit, b, view, (batch, 1, 1, 1))
 
 
 @register
@@ -159,15 +262,22 @@ class MeanHW(OpLowering):
 
         node = unit.anchor
         x = b.operand(unit.inputs[0])
-        if x.rank != 4:
-            raise Unsupported(f"mean over a rank-{x.rank} tensor; only the H, W mean of NCHW is delegated")
         dims = node_arg(node, 1, "dim")
         dims = [dims] if isinstance(dims, int) else list(dims or [])
-        if sorted(normalize_dim(d, 4) for d in dims) != [2, 3]:
-            raise Unsupported(f"mean over dims {dims}; only the mean over H and W (dims 2, 3) is delegated")
         if node_arg(node, 3, "dtype", None) is not None:
             raise Unsupported("mean with a dtype argument")
-        _global_pool(unit, b)
+        if not 2 <= x.rank <= 4:
+            raise Unsupported(f"mean over a rank-{x.rank} tensor; only ranks 2 to 4 are delegated")
+        # an empty (or absent) dim list means every dim, as in PyTorch
+        norm = sorted({normalize_dim(d, x.rank) for d in dims}) if dims else list(range(x.rank))
+        if x.rank == 4 and norm == [2, 3]:
+            _global_pool(unit, b)
+            return
+        if norm != list(range(norm[0], x.rank)):
+            raise Unsupported(
+                f"mean over dims {dims}; only the mean over the last dims (or H, W of NCHW) is delegated"
+            )
+        _mean_last_dims(unit, b, norm)
 
 
 @register

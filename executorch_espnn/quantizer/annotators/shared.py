@@ -1,5 +1,5 @@
 """Ops whose output reuses the input's quantization (no requantisation on ESP-NN):
-pooling, spatial mean, padding, data movement, eval-mode dropout, nearest upsampling, cat."""
+pooling, spatial mean, padding, data movement, eval-mode dropout, nearest upsampling, cat, stack."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ _SINGLE_INPUT: frozenset[OpOverload] = frozenset({
     # pooling (max: values are a subset; avg: a convex combination stays in range)
     aten.max_pool2d.default,
     aten.avg_pool2d.default,
+    aten.max_pool1d.default,
+    aten.avg_pool1d.default,
     aten.adaptive_avg_pool2d.default,
     # padding
     aten.pad.default,
@@ -88,9 +90,9 @@ class MeanAnnotator:
 
 
 class CatAnnotator:
-    """All inputs and the output of cat share one set of qparams (a pure copy on device)."""
+    """All inputs and the output of cat (and stack) share one set of qparams (a pure copy on device)."""
 
-    targets: frozenset[OpOverload] = frozenset({aten.cat.default, aten.concat.default})
+    targets: frozenset[OpOverload] = frozenset({aten.cat.default, aten.concat.default, aten.stack.default})
 
     def annotate(self, node: Node, cfg: EspNNQuantizationConfig, ctx: AnnotationContext) -> None:
         tensors = node.args[0]
