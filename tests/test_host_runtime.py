@@ -616,6 +616,7 @@ def _op_cases() -> dict[str, tuple[object, tuple[tuple[int, ...], ...]]]:
         "permute": (Fn(lambda x: x.permute(0, 2, 3, 1)), img),
         "stack_last_dim": (Fn(lambda x: torch.stack([x[:, 0:3], x[:, 3:6]], -1)), ((2, 6, 7),)),
         "mean_last_dim": (Fn(lambda x: x.mean(-1)), ((2, 6, 19),)),
+        "mean_all_dims": (Fn(lambda x: x.mean()), ((2, 6, 19),)),  # a rank-0 delegate output
         "maxpool1d_pad_ceil": (nn.MaxPool1d(3, stride=2, padding=1, ceil_mode=True), ((2, 6, 20),)),
         "avgpool1d_pad": (nn.AvgPool1d(3, stride=2, padding=1), ((2, 6, 19),)),
     }

@@ -189,6 +189,7 @@ POOL_CASES = [
     Case("mean_last_two_dims_3d", f(lambda m, x: x.mean((1, 2))), ((3, 4, 5),), MLAST),
     Case("mean_last_two_dims_3d_keepdim", f(lambda m, x: x.mean((-2, -1), keepdim=True)), ((3, 4, 5),), MLAST),
     Case("mean_empty_dim_list_3d", f(lambda m, x: torch.mean(x, dim=[])), ((2, 4, 5),), MLAST),
+    Case("mean_all_dims", f(lambda m, x: x.mean()), ((2, 4, 5),), MLAST),  # aten.mean.default: a rank-0 result
     Case("mean_2d_features", f(lambda m, x: x.mean(1)), ((4, 16),), [Q, "RESHAPE", "MEAN_HW", "RESHAPE", DQ]),
     Case("mean_4d_last_dim", f(lambda m, x: x.mean(-1, keepdim=True)), ((1, 3, 4, 6),), MLAST),
     # a conv1d's result is [N, L, C] in memory: the mean over L reads it as NHWC [N, 1, L, C]

@@ -255,16 +255,21 @@ def _mean_last_dims(unit: Unit, b: PayloadBuilder, dims: list[int]) -> None:
 
 @register
 class MeanHW(OpLowering):
-    targets = ("aten.mean.dim",)
+    targets = ("aten.mean.dim", "aten.mean.default")
 
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
-        from ..lowering_graph import node_arg
+        from ..lowering_graph import node_arg, node_op
 
         node = unit.anchor
         x = b.operand(unit.inputs[0])
-        dims = node_arg(node, 1, "dim")
-        dims = [dims] if isinstance(dims, int) else list(dims or [])
-        if node_arg(node, 3, "dtype", None) is not None:
+        if node_op(node) == "aten.mean.default":  # x.mean(): every dim, (self, dtype) signature
+            dims: list[int] = []
+            dtype = node_arg(node, 1, "dtype", None)
+        else:
+            d = node_arg(node, 1, "dim")
+            dims = [d] if isinstance(d, int) else list(d or [])
+            dtype = node_arg(node, 3, "dtype", None)
+        if dtype is not None:
             raise Unsupported("mean with a dtype argument")
         if not 2 <= x.rank <= 4:
             raise Unsupported(f"mean over a rank-{x.rank} tensor; only ranks 2 to 4 are delegated")

@@ -62,6 +62,8 @@ class SharedInputAnnotator:
 
 
 def _is_spatial_mean(node: Node) -> bool:
+    if node.target != aten.mean.dim:
+        return False
     x = node.args[0]
     val = x.meta.get("val") if isinstance(x, Node) else None
     dims = arg(node, 1, "dim")
@@ -77,7 +79,7 @@ class MeanAnnotator:
     quantization.  Other reductions get their own output observer (the result range
     can be much narrower than the input's)."""
 
-    targets: frozenset[OpOverload] = frozenset({aten.mean.dim})
+    targets: frozenset[OpOverload] = frozenset({aten.mean.dim, aten.mean.default})
 
     def annotate(self, node: Node, cfg: EspNNQuantizationConfig, ctx: AnnotationContext) -> None:
         x = node.args[0]
