@@ -408,6 +408,8 @@ def match_unit(node: Node, lowering: OpLowering, ctx: GraphContext) -> Unit:
         qdq_params(arg)
         inputs.append(arg)
     weights = lowering.weight_nodes(node, ctx)
+    if lowering.returns_pieces:
+        return _match_pieces(node, lowering, inputs, weights)
     result = lowering.result_node(node)
     compute = [node] if result is node else [node, result]
     fused: list[Node] = []
@@ -432,6 +434,36 @@ def match_unit(node: Node, lowering: OpLowering, ctx: GraphContext) -> Unit:
     out = users[0]
     qdq_params(out)
     return Unit(lowering, node, compute, inputs, weights, out, fused)
+
+
+def _match_pieces(node: Node, lowering: OpLowering, inputs: list[Node], weights: list[Node]) -> Unit:
+    """The group of an operator returning a list (split): each used piece is a ``getitem``
+    followed by exactly one quantize; unused pieces' getitems join the group as well, so
+    no node reading the operator is left behind on the CPU."""
+    pieces: list[tuple[int, Node]] = []
+    for u in node.users:
+        if u.op != "call_function" or node_op(u) != GETITEM or not isinstance(u.args[1], int):
+            what = "the graph output" if u.op == "output" else f"{node_op(u)} ({u.name})"
+            raise Unsupported(f"its list of pieces is read by {what}, not by indexing")
+        pieces.append((u.args[1], u))
+    pieces.sort(key=lambda p: p[0])
+    outputs: list[Node] = []
+    for _, piece in pieces:
+        users = list(piece.users)
+        if not users:
+            continue
+        bad = [u for u in users if not is_quantize(u)]
+        if bad:
+            what = "the graph output" if bad[0].op == "output" else f"{node_op(bad[0])} ({bad[0].name})"
+            raise Unsupported(f"piece {piece.name} feeds {what} without int8 quantization")
+        if len(users) > 1:
+            raise Unsupported(f"piece {piece.name} is quantized more than once")
+        qdq_params(users[0])
+        outputs.append(users[0])
+    if not outputs:
+        raise Unsupported("result is unused")
+    compute = [node, *(p for _, p in pieces)]
+    return Unit(lowering, node, compute, inputs, weights, outputs[0], [], outputs[1:])
 
 
 # ---------------------------------------------------------------------------------------

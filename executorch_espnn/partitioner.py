@@ -138,7 +138,7 @@ class EspNNPartitioner(Partitioner):  # type: ignore[misc]  # executorch is unty
                 b.add_input(src)
         try:
             unit.lowering.lower(unit, b)
-            b.finish([unit.output])
+            b.finish(unit.outputs)
         except Unsupported:
             raise
         except PayloadError as e:
@@ -261,7 +261,9 @@ class EspNNPartitioner(Partitioner):  # type: ignore[misc]  # executorch is unty
 
     def _fit(self, piece: _Piece, ctx: GraphContext, order: dict[Node, int], reasons: dict[Node, str]) -> list[_Piece]:
         """Lower the piece as a whole; split it into consecutive pieces if it does not fit."""
-        units = sorted(piece.units, key=lambda u: order[u.output])
+        # a topological order of the units (a unit's first quantize precedes every reader
+        # of any of its results), so consecutive chunks stay convex
+        units = sorted(piece.units, key=lambda u: min(order[q] for q in u.outputs))
         absorbed_q = [n for n in piece.boundary if is_quantize(n)]
         absorbed_dq = [n for n in piece.boundary if is_dequantize(n)]
         taken: set[Node] = set()

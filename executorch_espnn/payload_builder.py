@@ -664,8 +664,9 @@ def build_payload(
         if n in units:
             u = units[n]
             u.lowering.lower(u, b)
-            if u.output not in b.values:
-                raise AssertionError(f"{type(u.lowering).__name__} did not define {u.output.name}")
+            for q in u.outputs:
+                if q not in b.values:
+                    raise AssertionError(f"{type(u.lowering).__name__} did not define {q.name}")
         elif n in quantize:
             b.lazy_quantize(n)
         else:

@@ -249,6 +249,29 @@ MOVEMENT_CASES = [
     Case("stack_conv1d_outputs",
          f(lambda m, x: torch.stack([m[0](x), m[1](x)], 1), conv1d(3, 4, 1), conv1d(3, 4, 3, padding=1)),
          ((1, 3, 5),), [Q, "RESHAPE", "CONV2D", "CONV2D", "RESHAPE", "RESHAPE", "RESHAPE", "RESHAPE", "CONCAT", DQ]),
+    # split / chunk: one SLICE per used piece, each piece a delegate output or an operand
+    # (outputs listed in graph order: the harness compares the payload's outputs in order)
+    Case("split_equal_dim1", f(lambda m, x: torch.split(x, 2, 1)), ((1, 4, 3, 5),),
+         [Q, "SLICE", "SLICE", DQ, DQ]),
+    Case("split_uneven_dim1", f(lambda m, x: torch.split(x, 3, 1)), ((2, 5, 4),),
+         [Q, "SLICE", "SLICE", DQ, DQ]),
+    Case("split_sizes_last_dim", f(lambda m, x: torch.split(x, [3, 1, 2], -1)), ((2, 3, 6),),
+         [Q, "SLICE", "SLICE", "SLICE", DQ, DQ, DQ]),
+    Case("chunk_last_dim", f(lambda m, x: torch.chunk(x, 3, -1)), ((1, 2, 3, 7),),
+         [Q, "SLICE", "SLICE", "SLICE", DQ, DQ, DQ]),
+    Case("split_one_piece_used", f(lambda m, x: torch.split(x, [1, 2, 3], 1)[1]), ((1, 6, 4),),
+         [Q, "SLICE", DQ], {"start1": 1}, "SLICE"),
+    Case("split_pieces_feed_conv_and_add",
+         f(lambda m, x: (lambda a, b, c: (m[0](a), b + c))(*torch.split(x, 2, 1)), conv(2, 3, 1)),
+         ((1, 6, 5, 5),), [Q, "SLICE", "SLICE", "SLICE", "CONV2D", "ADD", DQ, DQ]),
+    # the pieces of a conv result are sliced in its NHWC bytes (no TRANSPOSE)
+    Case("split_conv_output_channels",
+         f(lambda m, x: (lambda a, b: (a, m[1](b)))(*torch.split(m[0](x), [5, 3], 1)),
+           conv(3, 8, 3), conv(3, 4, 1)),
+         ((1, 3, 6, 6),), [Q, "CONV2D", "SLICE", "SLICE", "CONV2D", DQ, DQ]),
+    Case("chunk_conv_output_width",
+         f(lambda m, x: (lambda a, b: (b, m[1](a)))(*torch.chunk(m[0](x), 2, -1)), conv(3, 4, 3), conv(4, 4, 1)),
+         ((1, 3, 6, 8),), [Q, "CONV2D", "SLICE", "SLICE", "CONV2D", DQ, DQ]),
     Case("pad_value", f(lambda m, x: F.pad(x, (1, 2, 0, 1), value=0.5)), ((1, 2, 4, 5),), [Q, "PAD", DQ]),
     Case("upsample_x2", lambda: nn.Upsample(scale_factor=2, mode="nearest"), ((1, 3, 4, 5),),
          [Q, "UPSAMPLE_NEAREST", DQ]),
@@ -276,6 +299,15 @@ def test_single_op(case: Case) -> None:
         op = next(o for o in low.decoded().ops if o.opcode.name == (case.param_op or case.ops[1]))
         assert {k: op.params[k] for k in case.params} == case.params
     check_numerics(low)
+
+
+def test_split_slices_start_at_each_piece_offset() -> None:
+    # sizes [3, 1, 2] of the last dim: pieces start at 0, 3, 4 (the split's running sum)
+    low = _lower_case(next(c for c in ALL if c.name == "split_sizes_last_dim"))
+    slices = [o for o in low.decoded().ops if o.opcode == Opcode.SLICE]
+    assert [o.params["start2"] for o in slices] == [0, 3, 4]
+    assert all(o.params["start0"] == o.params["start1"] == 0 for o in slices)
+    assert [low.decoded().tensors[o.output].dims for o in slices] == [(2, 3, 3), (2, 3, 1), (2, 3, 2)]
 
 
 def _act_range(low: Lowered) -> tuple[int, int]:

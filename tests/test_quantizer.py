@@ -6,6 +6,7 @@ calibration data pushed through the float ops), never from the quantizer's own h
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +22,7 @@ from quantizer_helpers import (
     count,
     input_qparams,
     is_float_output,
+    observer_of,
     observers_around,
     one,
     ops,
@@ -402,6 +404,36 @@ def test_stack_inputs_and_output_share_one_qparam_set() -> None:
     ins, obs = observers_around(prepared(model, (torch.randn(1, 3, 5, 5), torch.randn(1, 4, 5, 5))),
                                 aten.stack.default)
     assert len(ins) == 3 and all(o is obs for o in ins)
+
+
+@pytest.mark.parametrize(("fn", "target"), [
+    (lambda y: torch.split(y, [1, 2, 1], 1), aten.split_with_sizes.default),
+    (lambda y: torch.split(y, 2, -1), aten.split.Tensor),
+    (lambda y: torch.chunk(y, 4, 1), aten.chunk.default),
+], ids=["split_sizes", "split_int", "chunk"])
+def test_split_pieces_share_the_input_qparams(fn: Callable[[torch.Tensor], Any], target: Any) -> None:
+    # the pieces feed different ops (and the graph output); the unused ones get no quantize
+    def forward(s: Fn, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        pieces = fn(s.mods[0](x))
+        return s.mods[1](pieces[0]) if pieces[0].shape[1] == 1 else pieces[0] * 2.0, pieces[1]
+
+    model = Fn(forward, nn.Conv2d(3, 4, 3, padding=1), nn.Conv2d(1, 2, 1))
+    ex = (torch.randn(1, 3, 6, 6),)
+    gm = run_pt2e(model, ex)
+    split = one(gm, target)
+    conv = ops(gm, aten.conv2d.default)[0]
+    assert input_qparams(split) == output_qparams(conv)
+    used = [u for u in split.users if u.users]
+    assert len(used) == 2
+    for piece in used:
+        assert piece.target is operator.getitem
+        assert output_qparams(piece) == output_qparams(conv)
+    # one observer instance serves the input and every used piece
+    p = prepared(model, ex)
+    (node,) = [n for n in p.graph.nodes if n.op == "call_function" and n.target == target]
+    (obs_in,) = [observer_of(p, a) for a in node.args if isinstance(a, Node)]
+    outs = [observer_of(p, next(iter(g.users))) for g in node.users if g.users]
+    assert len(outs) == 2 and all(o is obs_in for o in outs)
 
 
 def test_mean_over_channels_gets_its_own_observer() -> None:

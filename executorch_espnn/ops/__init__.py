@@ -51,7 +51,9 @@ class Unit:
     order the lowering asked for them), ``weights`` the call_function nodes that turn
     constants into operands (dequantize_per_channel …), ``compute`` the operator
     itself followed by any fused activation (and getitem for tuple outputs), and
-    ``output`` the quantize node that ends the group.
+    ``output`` the quantize node that ends the group.  An operator with several
+    results (split: one ``getitem`` per piece) has one quantize node per used result:
+    ``output`` is the first, ``more_outputs`` the others (see ``outputs``).
     """
 
     lowering: OpLowering
@@ -61,12 +63,18 @@ class Unit:
     weights: list[Node]
     output: Node
     fused: list[Node] = field(default_factory=list)  # clamp-like nodes folded into the range
+    more_outputs: list[Node] = field(default_factory=list)  # quantize nodes of further results
+
+    @property
+    def outputs(self) -> list[Node]:
+        """The quantize node of every result the graph uses (``output`` first)."""
+        return [self.output, *self.more_outputs]
 
     @property
     def nodes(self) -> list[Node]:
         """Every call_function node of the group (what gets tagged for delegation)."""
         seen: dict[Node, None] = {}
-        for n in (*self.inputs, *self.weights, *self.compute, self.output):
+        for n in (*self.inputs, *self.weights, *self.compute, *self.outputs):
             seen.setdefault(n, None)
         return list(seen)
 
@@ -80,6 +88,9 @@ class OpLowering:
     preserve: ClassVar[tuple[str, ...]] = ()
     #: whether relu/relu6/hardtanh/clamp right after the operator fold into its output range
     fuses_activation: ClassVar[bool] = False
+    #: whether the operator returns a list of tensors, each read through a ``getitem`` and
+    #: quantized on its own (split); the unit then has one output per used piece
+    returns_pieces: ClassVar[bool] = False
 
     def activation_args(self, node: Node, ctx: GraphContext) -> list[Node]:
         """The operands that must be int8 activations (each through a dequantize node)."""

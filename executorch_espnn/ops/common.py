@@ -15,6 +15,8 @@ from ..quant_math import multiplier_in_range, quantize_multiplier
 from . import Unit, Unsupported
 
 if TYPE_CHECKING:
+    from torch.fx import Node
+
     from ..lowering_graph import QParams
     from ..payload_builder import PayloadBuilder, Perm
 
@@ -127,20 +129,23 @@ def emit_moved(
     perm: Perm,
     emit: Callable[[int], object],
     shape: Sequence[int] | None = None,
+    output: Node | None = None,
 ) -> None:
-    """Emit a data-movement op into the unit's output; requantise with a LUT when the
-    quantizer gave the output other parameters than the input."""
+    """Emit a data-movement op into the unit's output (or into ``output``, one of
+    ``unit.outputs``); requantise with a LUT when the quantizer gave the output other
+    parameters than the input."""
     from ..lowering_graph import qdq_params, static_shape
 
-    qout = qdq_params(unit.output)
-    shp = tuple(shape) if shape is not None else static_shape(unit.output)
+    q = unit.output if output is None else output
+    qout = qdq_params(q)
+    shp = tuple(shape) if shape is not None else static_shape(q)
     if qout == qin:
-        _, out = b.define(unit.output, perm, shp)
+        _, out = b.define(q, perm, shp)
         emit(out)
         return
     tmp = b.arena(shp, DType.INT8, qin, perm)
     emit(tmp)
-    _, out = b.define(unit.output, perm, shp)
+    _, out = b.define(q, perm, shp)
     b.emit(Opcode.LUT, [tmp, b.constant(requant_table(qin, qout))], out)
 
 

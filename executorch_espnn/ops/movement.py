@@ -1,4 +1,4 @@
-"""Data movement: reshape-like views, permute, slice/select, cat, stack, constant pad, nearest upsampling.
+"""Data movement: reshape-like views, permute, slice/select, split, cat, stack, constant pad, nearest upsampling.
 
 None of these change values, so when the quantizer gave the output other
 quantization parameters than the input, a requantising LUT follows (exactly the
@@ -173,6 +173,44 @@ class Slice(OpLowering):
         b.emit(Opcode.SLICE, [x_t], tmp, words)
         src = b.contiguous(b.wrap(tmp, kept, x.qp, perm))
         emit_moved(b, unit, x.qp, identity(len(out_shape)), lambda out: b.emit(Opcode.RESHAPE, [src], out))
+
+
+@register
+class Split(OpLowering):
+    """split / split_with_sizes / chunk: one SLICE per used piece, all reading the input in
+    the same layout.  The piece sizes come from the exported result shapes, which is what
+    every variant (a size, a list of sizes, a number of chunks) agrees on."""
+
+    targets = ("aten.split_with_sizes_copy.default", "aten.split_copy.Tensor",
+               "aten.split_with_sizes.default", "aten.split.Tensor")
+    returns_pieces = True
+
+    def lower(self, unit: Unit, b: PayloadBuilder) -> None:
+        from ..lowering_graph import node_arg, static_shape
+        from ..payload_builder import nhwc
+
+        node = unit.anchor
+        x = b.operand(unit.inputs[0])
+        assert x.qp is not None
+        if x.rank == 0:
+            raise Unsupported("split of a scalar")
+        dim = normalize_dim(node_arg(node, 2, "dim", 0), x.rank)
+        vals = node.meta.get("val")
+        if not isinstance(vals, (list, tuple)) or not all(isinstance(v, torch.Tensor) for v in vals):
+            raise Unsupported(f"{node.name} has no metadata for its pieces")
+        sizes = [int(v.shape[dim]) for v in vals]
+        if sum(sizes) != x.shape[dim]:
+            raise Unsupported(f"pieces of sizes {sizes} do not add up to the {x.shape[dim]} of dim {dim}")
+        starts = [sum(sizes[:i]) for i in range(len(sizes))]
+        perm = b.any_layout(x, nhwc(x.rank))
+        x_t = b.realize(x, perm)
+        for q in unit.outputs:
+            idx = int(q.args[0].args[1])  # type: ignore[union-attr]
+            kept = tuple(sizes[idx] if i == dim else d for i, d in enumerate(x.shape))
+            if sizes[idx] < 1 or static_shape(q) != kept:
+                raise Unsupported(f"unexpected shape {static_shape(q)} of piece {idx}")
+            words = _slice_words([starts[idx] if perm[i] == dim else 0 for i in range(x.rank)], [1] * x.rank)
+            emit_moved(b, unit, x.qp, perm, lambda out, w=words: b.emit(Opcode.SLICE, [x_t], out, w), output=q)
 
 
 @register

@@ -42,6 +42,15 @@ def is_float_tensor(node: Node) -> bool:
     return val is None
 
 
+def is_float_result(node: Node) -> bool:
+    """``is_float_tensor``, also for an operator returning a list of tensors (split,
+    chunk): True when every element is a quantizable float tensor."""
+    val = node.meta.get("val")
+    if isinstance(val, (list, tuple)):
+        return bool(val) and all(isinstance(v, torch.Tensor) and v.dtype in QUANTIZABLE_DTYPES for v in val)
+    return is_float_tensor(node)
+
+
 def annotate(
     node: Node,
     inputs: Mapping[Node, QuantizationSpecBase | None] | None = None,

@@ -10,7 +10,7 @@ from torchao.quantization.pt2e.quantizer import Quantizer
 
 from .annotators import BY_TARGET
 from .config import EspNNQuantizationConfig
-from .context import AnnotationContext, is_annotated, is_float_tensor
+from .context import AnnotationContext, is_annotated, is_float_result
 from .scope import ConfigScope
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ class EspNNQuantizer(Quantizer):  # type: ignore[misc]  # torchao is untyped
         ctx = AnnotationContext(self.scope)
         for node in _call_functions(model):
             annotator = BY_TARGET.get(node.target)  # type: ignore[call-overload]
-            if annotator is None or is_annotated(node) or not is_float_tensor(node):
+            if annotator is None or is_annotated(node) or not is_float_result(node):
                 continue
             cfg = ctx.config(node)
             if cfg is not None:

@@ -10,7 +10,7 @@ from torch._ops import OpOverload
 from .base import Annotator
 from .conv_linear import ConvLinearAnnotator
 from .elementwise import AddAnnotator, MulAnnotator
-from .shared import CatAnnotator, MeanAnnotator, SharedInputAnnotator
+from .shared import CatAnnotator, MeanAnnotator, SharedInputAnnotator, SplitAnnotator
 from .softmax import SoftmaxAnnotator
 from .unary import UnaryAnnotator
 
@@ -21,6 +21,7 @@ ANNOTATORS: tuple[Annotator, ...] = (
     SharedInputAnnotator(),
     MeanAnnotator(),
     CatAnnotator(),
+    SplitAnnotator(),
     SoftmaxAnnotator(),
     UnaryAnnotator(),
 )

@@ -1,14 +1,17 @@
 """Ops whose output reuses the input's quantization (no requantisation on ESP-NN):
-pooling, spatial mean, padding, data movement, eval-mode dropout, nearest upsampling, cat, stack."""
+pooling, spatial mean, padding, data movement, eval-mode dropout, nearest upsampling, cat, stack,
+and the pieces of split/chunk."""
 
 from __future__ import annotations
+
+import operator
 
 from torch._ops import OpOverload
 from torch.fx import Node
 from torchao.quantization.pt2e.quantizer import QuantizationSpecBase, SharedQuantizationSpec
 
 from ..config import EspNNQuantizationConfig
-from ..context import AnnotationContext, annotate
+from ..context import AnnotationContext, annotate, is_annotated, is_float_tensor
 from .patterns import arg, aten
 
 _SINGLE_INPUT: frozenset[OpOverload] = frozenset({
@@ -109,3 +112,30 @@ class CatAnnotator:
         for t in inputs[1:]:
             specs.setdefault(t, shared)
         annotate(node, specs, shared)
+
+
+class SplitAnnotator:
+    """split / split_with_sizes / chunk: every piece is a copy of part of the
+    input, so each piece (the ``getitem`` reading one element of the result list) shares
+    the input's quantization.  The split node itself returns a list and gets no output
+    spec; its used pieces carry it.  Unused pieces are left alone (no observer, no
+    quantize node to feed nothing)."""
+
+    targets: frozenset[OpOverload] = frozenset({
+        aten.split.Tensor,
+        aten.split_with_sizes.default,
+        aten.chunk.default,
+    })
+
+    def annotate(self, node: Node, cfg: EspNNQuantizationConfig, ctx: AnnotationContext) -> None:
+        x = node.args[0]
+        if not isinstance(x, Node) or not is_float_tensor(x):
+            return
+        annotate(node, {x: ctx.act_input(x, cfg)})
+        shared = SharedQuantizationSpec((x, node))
+        for piece in node.users:
+            if piece.op != "call_function" or piece.target is not operator.getitem or not piece.users:
+                continue
+            if ctx.config(piece) is None or is_annotated(piece):
+                continue
+            annotate(piece, {}, shared)
