@@ -619,6 +619,8 @@ def _op_cases() -> dict[str, tuple[object, tuple[tuple[int, ...], ...]]]:
         "mean_all_dims": (Fn(lambda x: x.mean()), ((2, 6, 19),)),  # a rank-0 delegate output
         "maxpool1d_pad_ceil": (nn.MaxPool1d(3, stride=2, padding=1, ceil_mode=True), ((2, 6, 20),)),
         "avgpool1d_pad": (nn.AvgPool1d(3, stride=2, padding=1), ((2, 6, 19),)),
+        "split_channels": (Fn(lambda x: torch.split(x, [2, 1, 3], 1)), img),  # three delegate outputs
+        "chunk_last_dim_add": (Fn(lambda x: torch.add(*torch.chunk(x, 2, -1))), ((2, 6, 18),)),
     }
 
 

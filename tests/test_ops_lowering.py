@@ -5,6 +5,7 @@ every element (on inputs that sit on the input quantization grid)."""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -557,3 +558,47 @@ def test_mean_of_more_than_65535_values_stays_on_cpu() -> None:
     low = lower(Fn(lambda mods, x: x.mean(-1)).eval(), (torch.randn(2, 70000),))
     (d,) = [d for d in low.decisions if d.op == "aten.mean.dim"]
     assert not d.delegated and "65535" in d.reason, d.reason
+
+
+def _split_graph(reader: str) -> tuple[Any, Any]:
+    """dequantize → split_with_sizes_copy → getitem(0) → ``reader`` (FX, built by hand)."""
+    from torch.fx import Graph
+
+    from executorch_espnn.lowering_graph import GraphContext
+    from executorch_espnn.ops import build_registry
+
+    g = Graph()
+    x = g.placeholder("x")
+    qd = torch.ops.quantized_decomposed
+    dq = g.call_function(qd.dequantize_per_tensor.default, (x, 0.1, 0, -128, 127, torch.int8))
+    split = g.call_function(torch.ops.aten.split_with_sizes_copy.default, (dq, [2, 3], 1))
+    piece = g.call_function(operator.getitem, (split, 0))
+    qargs = (0.1, 0, -128, 127, torch.int8)
+    if reader == "relu":
+        g.output(g.call_function(torch.ops.aten.relu.default, (piece,)))
+    elif reader == "twice":
+        g.output((g.call_function(qd.quantize_per_tensor.default, (piece, *qargs)),
+                  g.call_function(qd.quantize_per_tensor.default, (piece, *qargs))))
+    elif reader == "list":
+        g.output((split, g.call_function(qd.quantize_per_tensor.default, (piece, *qargs))))
+    else:
+        g.output(piece)
+    return split, GraphContext(None, build_registry())
+
+
+@pytest.mark.parametrize(("reader", "reason"), [
+    ("relu", "piece getitem feeds aten.relu.default (relu_default) without int8 quantization"),
+    ("output", "piece getitem feeds the graph output without int8 quantization"),
+    ("twice", "piece getitem is quantized more than once"),
+    ("list", "its list of pieces is read by the graph output, not by indexing"),
+])
+def test_split_pieces_must_each_be_quantized_once(reader: str, reason: str) -> None:
+    from executorch_espnn.lowering_graph import match_unit
+    from executorch_espnn.ops import Unsupported
+
+    split, ctx = _split_graph(reader)
+    low = ctx.registry.get("aten.split_with_sizes_copy.default")
+    assert low is not None
+    with pytest.raises(Unsupported) as err:
+        match_unit(split, low, ctx)
+    assert err.value.reason == reason

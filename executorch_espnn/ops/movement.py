@@ -186,6 +186,8 @@ class Split(OpLowering):
     returns_pieces = True
 
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
+        from torch.fx import Node as FxNode
+
         from ..lowering_graph import node_arg, static_shape
         from ..payload_builder import nhwc
 
@@ -205,12 +207,19 @@ class Split(OpLowering):
         perm = b.any_layout(x, nhwc(x.rank))
         x_t = b.realize(x, perm)
         for q in unit.outputs:
-            idx = int(q.args[0].args[1])  # type: ignore[union-attr]
+            getitem = q.args[0]
+            idx = getitem.args[1] if isinstance(getitem, FxNode) else None
+            if not isinstance(idx, int) or not 0 <= idx < len(sizes):
+                raise Unsupported(f"{q.name} does not quantize one piece of {node.name}")
             kept = tuple(sizes[idx] if i == dim else d for i, d in enumerate(x.shape))
             if sizes[idx] < 1 or static_shape(q) != kept:
                 raise Unsupported(f"unexpected shape {static_shape(q)} of piece {idx}")
             words = _slice_words([starts[idx] if perm[i] == dim else 0 for i in range(x.rank)], [1] * x.rank)
-            emit_moved(b, unit, x.qp, perm, lambda out, w=words: b.emit(Opcode.SLICE, [x_t], out, w), output=q)
+
+            def slice_into(out: int, w: dict[str, int] = words) -> None:
+                b.emit(Opcode.SLICE, [x_t], out, w)
+
+            emit_moved(b, unit, x.qp, perm, slice_into, output=q)
 
 
 @register
