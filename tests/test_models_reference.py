@@ -20,9 +20,9 @@ Two checks:
   printed.  Against the exact program every model must agree in top-1 on every input, up to
   the per-element tolerance (the winner's exact value is within 2 LSB of the exact maximum:
   two outputs each 1 LSB off can swap places), and have at least 99% of its output elements
-  within 1 LSB, except the two MobileNets (below).
+  within 1 LSB, except MobileNetV1 (below).
 
-The MobileNets (random weights, 30-60 layers) fall below 99% free running.  Traced element by
+The MobileNets (random weights, 30-60 layers) can fall below 99% free running.  Traced element by
 element, each divergence starts at ONE output of one layer (e.g. 1 of 36,864 in MobileNetV1's
 fourth conv) whose exact value sits within ~1e-5 LSB of a rounding boundary (e.g. -2.4999927):
 ESP-NN's fixed-point requantisation (an int32 multiplier of 24-31 significant bits; for
@@ -30,10 +30,11 @@ multipliers below 2^-11 a second rounding in the right shift) lands on the other
 network amplifies that single LSB over the following layers.  The engine must stay bit-exact
 with ESP-NN, so that is the floor of int8 fixed-point arithmetic on these networks, and where
 the flips land depends on the calibration (MobileNetV1 has 2 outputs: one element of its 4
-test inputs is 12.5%; measured 75-87.5%, MobileNetV2 93-99.75%).  For them the precise check is
-the in-place one above (every layer within 1 LSB of the exact program on exact inputs); the
-free-running bounds only catch gross errors (a wrong zero point, layout or multiplier moves
-outputs by tens of LSB), and the figures are printed.
+test inputs is 12.5%; measured 75-87.5%; MobileNetV2 93% with 4 calibration batches, 99.75%
+with the 8 used here, so it is held at 99%).  For MobileNetV1 the precise check is the in-place
+one above (every layer within 1 LSB of the exact program on exact inputs); its free-running
+bounds only catch gross errors (a wrong zero point, layout or multiplier moves outputs by tens
+of LSB), and the figures are printed.
 """
 
 from __future__ import annotations
@@ -68,9 +69,10 @@ MODELS = [
     Expect("dense_autoencoder", False),
     Expect("ds_cnn_kws", True),
     Expect("resnet8", True),
-    # see the module docstring: gross-error bounds, the in-place check is the precise one
+    # MobileNetV2 meets the 99% with this calibration (measured 99.75%, worst 2 LSB; 93% with 4
+    # calibration batches); MobileNetV1 does not: gross-error bounds, see the module docstring
+    Expect("mobilenet_v2_0.35_96", True, 0.99, 2),
     Expect("mobilenet_v1_0.25_96_gray", True, 0.5, 8),
-    Expect("mobilenet_v2_0.35_96", True, 0.5, 8),
 ]
 
 
