@@ -25,7 +25,7 @@ Two checks:
 The MobileNets (random weights, 30-60 layers) can fall below 99% free running.  Traced element by
 element, each divergence starts at ONE output of one layer (e.g. 1 of 36,864 in MobileNetV1's
 fourth conv) whose exact value sits within ~1e-5 LSB of a rounding boundary (e.g. -2.4999927):
-ESP-NN's fixed-point requantisation (an int32 multiplier of 24-31 significant bits; for
+ESP-NN's fixed-point requantisation (an int32 multiplier of 21-31 significant bits; for
 multipliers below 2^-11 a second rounding in the right shift) lands on the other side, and the
 network amplifies that single LSB over the following layers.  The engine must stay bit-exact
 with ESP-NN, so that is the floor of int8 fixed-point arithmetic on these networks, and where
