@@ -28,11 +28,9 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPONENT = ROOT / "espnn_component"
@@ -234,27 +232,9 @@ class RunnerBuild:
 def render_model(pte: bytes, out: Path) -> Path:
     """The generated model header the PlatformIO model step writes, sized by host.measure;
     returns the folder to pass as ESPNN_MODEL_DIR."""
-    from executorch_espnn import host
-    from executorch_espnn.payload.format import FORMAT_MAJOR, FORMAT_MINOR
-    from executorch_espnn.version import __version__
+    from tests.host_helpers import render_model as render
 
-    builder = str(ROOT / "builder")
-    sys.path.insert(0, builder)
-    try:
-        from espnn_pio import pte_meta, render  # type: ignore[import-not-found]
-    finally:
-        sys.path.remove(builder)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "model.pte").write_bytes(pte)
-    sizes = host.measure(pte)
-    info: dict[str, Any] = {
-        "pte": pte_meta.read(pte).to_dict(),
-        "sizes": {**sizes.header_sizes(), "weights_bytes": sizes.delegate_weights_bytes},
-        "versions": {"executorch": host.executorch_version(), "package": __version__,
-                     "format_major": FORMAT_MAJOR, "format_minor": FORMAT_MINOR},
-    }
-    render.write_all(info, out)
-    return Path(out / render.GENERATED_SUBDIR)
+    return render(pte, out)
 
 
 def _callgrind(exe: Path, repeat: int, out_file: Path, timeout: int) -> Profile:

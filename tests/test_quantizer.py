@@ -371,38 +371,23 @@ def test_pool1d_reuses_input_qparams(pool: nn.Module, target: Any) -> None:
     assert ins == [out] and ins[0] is out
 
 
-def test_cat_inputs_and_output_share_one_qparam_set() -> None:
+@pytest.mark.parametrize("op", ["cat", "stack"])
+def test_cat_and_stack_inputs_and_output_share_one_qparam_set(op: str) -> None:
+    join = getattr(torch, op)
+    target = getattr(aten, op).default
     model = Fn(
-        lambda s, x, y: torch.cat([s.mods[0](x), s.mods[1](x) * 3.0, y], 1),
-        nn.Conv2d(3, 4, 1), nn.Conv2d(3, 2, 1),
+        lambda s, x, y: join([s.mods[0](x), s.mods[1](x) * 3.0, y], 1),
+        nn.Conv2d(3, 4, 1), nn.Conv2d(3, 4, 1),
     )
-    gm = run_pt2e(model, (torch.randn(1, 3, 5, 5), torch.randn(1, 2, 5, 5) * 10))
-    cat = one(gm, aten.cat.default)
-    out = output_qparams(cat)
-    for a in cat.args[0]:
+    gm = run_pt2e(model, (torch.randn(1, 3, 5, 5), torch.randn(1, 4, 5, 5) * 10))
+    node = one(gm, target)
+    out = output_qparams(node)
+    for a in node.args[0]:
         assert a.target == DQ and qparams(a) == out
     # the producers write their outputs directly in the shared qparams (no requantisation)
     assert output_qparams(ops(gm, aten.conv2d.default)[0]) == out
     assert output_qparams(one(gm, aten.mul.Tensor)) == out
-    ins, obs = observers_around(prepared(model, (torch.randn(1, 3, 5, 5), torch.randn(1, 2, 5, 5))),
-                                aten.cat.default)
-    assert len(ins) == 3 and all(o is obs for o in ins)
-
-
-def test_stack_inputs_and_output_share_one_qparam_set() -> None:
-    model = Fn(
-        lambda s, x, y: torch.stack([s.mods[0](x), s.mods[1](x) * 3.0, y], 1),
-        nn.Conv2d(3, 4, 1), nn.Conv2d(3, 4, 1),
-    )
-    gm = run_pt2e(model, (torch.randn(1, 3, 5, 5), torch.randn(1, 4, 5, 5) * 10))
-    stack = one(gm, aten.stack.default)
-    out = output_qparams(stack)
-    for a in stack.args[0]:
-        assert a.target == DQ and qparams(a) == out
-    assert output_qparams(ops(gm, aten.conv2d.default)[0]) == out
-    assert output_qparams(one(gm, aten.mul.Tensor)) == out
-    ins, obs = observers_around(prepared(model, (torch.randn(1, 3, 5, 5), torch.randn(1, 4, 5, 5))),
-                                aten.stack.default)
+    ins, obs = observers_around(prepared(model, (torch.randn(1, 3, 5, 5), torch.randn(1, 4, 5, 5))), target)
     assert len(ins) == 3 and all(o is obs for o in ins)
 
 

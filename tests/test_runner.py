@@ -7,9 +7,7 @@ from __future__ import annotations
 import hashlib
 import re
 import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -18,7 +16,7 @@ from executorch_espnn import host
 from executorch_espnn.payload import DType
 from executorch_espnn.payload.format import FORMAT_MAJOR, FORMAT_MINOR
 from executorch_espnn.version import __version__
-from tests.host_helpers import delegated_pte, fc_payload, make_fc_model
+from tests.host_helpers import delegated_pte, fc_payload, make_fc_model, render_model
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPONENT = ROOT / "espnn_component"
@@ -27,36 +25,7 @@ pytestmark = pytest.mark.slow
 _LINE = re.compile(r"^output (\d+) (float32|int8) \[([0-9, ]*)\]:(.*)$")
 
 
-def _render(pte: bytes, out: Path, *, edit: dict[str, Any] | None = None) -> Path:
-    """Write model.pte and the generated header/data the PlatformIO model step would write,
-    with the sizes measured by host.measure (nobody guesses)."""
-    sys.path.insert(0, str(ROOT / "builder"))
-    try:
-        from espnn_pio import pte_meta, render
-    finally:
-        sys.path.remove(str(ROOT / "builder"))
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "model.pte").write_bytes(pte)
-    sizes = host.measure(pte)
-    info: dict[str, Any] = {
-        "pte": pte_meta.read(pte).to_dict(),
-        "sizes": {**sizes.header_sizes(), "weights_bytes": sizes.delegate_weights_bytes},
-        "versions": {
-            "executorch": host.executorch_version(),
-            "package": __version__,
-            "format_major": FORMAT_MAJOR,
-            "format_minor": FORMAT_MINOR,
-        },
-    }
-    for key, value in (edit or {}).items():
-        section, _, field = key.partition(".")
-        if section in ("inputs", "outputs"):
-            index, _, attr = field.partition(".")
-            info["pte"][section][int(index)][attr] = value
-        else:
-            info[section][field] = value
-    render.write_all(info, out)
-    return out / render.GENERATED_SUBDIR
+_render = render_model
 
 
 @pytest.fixture(scope="module")
