@@ -118,12 +118,24 @@ def operators_of_pte(pte: Path, out_yaml: Path) -> dict[str, Any]:
     It runs in a child process: its flatbuffer reader is native code that crashes on some
     corrupt files, and a corrupt model must give an error, not take the build down.
     """
-    head = pte.read_bytes()[:8]
-    if len(head) < 8 or head[4:6] != b"ET":
+    data = pte.read_bytes()
+    if len(data) < 8 or data[4:6] != b"ET":
         raise SelectiveBuildError(
             f"{pte} cannot be read as an ExecuTorch program (.pte): it lacks the ETxx file "
             "identifier at byte 4; pass the .pte the lowering wrote"
         )
+    # gen_oplist's native reader does not verify the flatbuffer: on a corrupt body it may
+    # crash or, depending on what the stray offsets hit, succeed with garbage.  ExecuTorch's
+    # Python deserializer checks every offset, so a program it cannot read stops here.
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    try:
+        deserialize_pte_binary(data)
+    except Exception as exc:  # the flatbuffer reader raises many types
+        raise SelectiveBuildError(
+            f"{pte} cannot be read as an ExecuTorch program (.pte): {type(exc).__name__}: {exc}; "
+            "pass the .pte the lowering wrote"
+        ) from exc
     cmd = [
         sys.executable, "-m", "executorch.codegen.tools.gen_oplist",
         "--model_file_path", str(pte), "--output_path", str(out_yaml),
