@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from torch.fx import Node
 
     from ..lowering_graph import GraphContext
-    from ..payload_builder import PayloadBuilder
+    from ..payload_builder import PayloadBuilder, Value
 
 
 @register
@@ -222,43 +222,54 @@ class Split(OpLowering):
             emit_moved(b, unit, x.qp, perm, slice_into, output=q)
 
 
+def _tensor_list(node: Node, what: str) -> list[Node]:
+    """The tensors of cat/stack: a list of 1 .. MAX_OP_INPUTS graph nodes (CONCAT's limit)."""
+    from torch.fx import Node as FxNode
+
+    tensors = node.args[0]
+    if not isinstance(tensors, (list, tuple)) or not all(isinstance(t, FxNode) for t in tensors):
+        raise Unsupported(f"{what} of something other than a list of tensors")
+    if not 1 <= len(tensors) <= MAX_OP_INPUTS:
+        raise Unsupported(f"{what} of {len(tensors)} tensors; the engine concatenates at most {MAX_OP_INPUTS}")
+    return list(tensors)
+
+
+def _concat(unit: Unit, b: PayloadBuilder, vals: list[Value], dim: int) -> None:
+    """CONCAT of ``vals`` along logical ``dim`` into the unit's output, each input first
+    requantised by a LUT when its quantization is not the output's."""
+    from ..lowering_graph import qdq_params
+    from ..payload_builder import inverse, nhwc
+
+    qout = qdq_params(unit.output)
+    perm = b.any_layout(vals[0], nhwc(vals[0].rank))
+    srcs = []
+    for v in vals:
+        assert v.qp is not None
+        t = b.realize(v, perm)
+        if v.qp != qout:
+            moved = b.arena(v.shape, DType.INT8, qout, perm)
+            b.emit(Opcode.LUT, [t, b.constant(requant_table(v.qp, qout))], moved)
+            t = moved
+        srcs.append(t)
+    _, out = b.define(unit.output, perm)
+    b.emit(Opcode.CONCAT, srcs, out, {"axis": inverse(perm)[dim]})
+
+
 @register
 class Cat(OpLowering):
     targets = ("aten.cat.default", "aten.concat.default")
 
     def activation_args(self, node: Node, ctx: GraphContext) -> list[Node]:
-        from torch.fx import Node as FxNode
-
-        tensors = node.args[0]
-        if not isinstance(tensors, (list, tuple)) or not all(isinstance(t, FxNode) for t in tensors):
-            raise Unsupported("cat of something other than a list of tensors")
-        if not 1 <= len(tensors) <= MAX_OP_INPUTS:
-            raise Unsupported(f"cat of {len(tensors)} tensors; the engine concatenates at most {MAX_OP_INPUTS}")
-        return list(tensors)
+        return _tensor_list(node, "cat")
 
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
-        from ..lowering_graph import node_arg, qdq_params, static_shape
-        from ..payload_builder import inverse, nhwc
+        from ..lowering_graph import node_arg, static_shape
 
         vals = [b.operand(dq) for dq in unit.inputs]
-        out_shape = static_shape(unit.output)
-        rank = len(out_shape)
+        rank = len(static_shape(unit.output))
         if any(v.rank != rank for v in vals):
             raise Unsupported("cat of tensors of different ranks (empty tensors?)")
-        dim = normalize_dim(node_arg(unit.anchor, 1, "dim", 0), rank)
-        qout = qdq_params(unit.output)
-        perm = b.any_layout(vals[0], nhwc(rank))
-        srcs = []
-        for v in vals:
-            assert v.qp is not None
-            t = b.realize(v, perm)
-            if v.qp != qout:
-                moved = b.arena(v.shape, DType.INT8, qout, perm)
-                b.emit(Opcode.LUT, [t, b.constant(requant_table(v.qp, qout))], moved)
-                t = moved
-            srcs.append(t)
-        _, out = b.define(unit.output, perm)
-        b.emit(Opcode.CONCAT, srcs, out, {"axis": inverse(perm)[dim]})
+        _concat(unit, b, vals, normalize_dim(node_arg(unit.anchor, 1, "dim", 0), rank))
 
 
 @register
@@ -270,18 +281,10 @@ class Stack(OpLowering):
     preserve = ("aten.stack.default",)
 
     def activation_args(self, node: Node, ctx: GraphContext) -> list[Node]:
-        from torch.fx import Node as FxNode
-
-        tensors = node.args[0]
-        if not isinstance(tensors, (list, tuple)) or not all(isinstance(t, FxNode) for t in tensors):
-            raise Unsupported("stack of something other than a list of tensors")
-        if not 1 <= len(tensors) <= MAX_OP_INPUTS:
-            raise Unsupported(f"stack of {len(tensors)} tensors; the engine concatenates at most {MAX_OP_INPUTS}")
-        return list(tensors)
+        return _tensor_list(node, "stack")
 
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
-        from ..lowering_graph import node_arg, qdq_params, static_shape
-        from ..payload_builder import inverse, nhwc
+        from ..lowering_graph import node_arg, static_shape
 
         vals = [b.operand(dq) for dq in unit.inputs]
         out_shape = static_shape(unit.output)
@@ -292,20 +295,7 @@ class Stack(OpLowering):
         piece = (*out_shape[:dim], 1, *out_shape[dim + 1:])
         if out_shape[dim] != len(vals) or tuple(d for i, d in enumerate(piece) if i != dim) != vals[0].shape:
             raise Unsupported(f"unexpected output shape {out_shape}")
-        qout = qdq_params(unit.output)
-        views = [b.reshaped(v, piece) for v in vals]
-        perm = b.any_layout(views[0], nhwc(rank))
-        srcs = []
-        for v in views:
-            assert v.qp is not None
-            t = b.realize(v, perm)
-            if v.qp != qout:
-                moved = b.arena(piece, DType.INT8, qout, perm)
-                b.emit(Opcode.LUT, [t, b.constant(requant_table(v.qp, qout))], moved)
-                t = moved
-            srcs.append(t)
-        _, out = b.define(unit.output, perm)
-        b.emit(Opcode.CONCAT, srcs, out, {"axis": inverse(perm)[dim]})
+        _concat(unit, b, [b.reshaped(v, piece) for v in vals], dim)
 
 
 @register
