@@ -169,3 +169,15 @@ def pair(v: object, what: str) -> tuple[int, int]:
         if len(vals) == 2:
             return vals[0], vals[1]
     raise Unsupported(f"{what} {v!r} is not one or two integers")
+
+
+def single(v: object, what: str, owner: str, default: int | None = None) -> int:
+    """A 1-D operator's int-or-[int] argument (kernel, stride, padding, dilation); an empty
+    list means ``default`` when there is one (pooling's stride defaults to the kernel)."""
+    if isinstance(v, int):
+        return v
+    if isinstance(v, (list, tuple)) and len(v) == 1:
+        return int(v[0])
+    if isinstance(v, (list, tuple)) and not v and default is not None:
+        return default
+    raise Unsupported(f"{what} {v!r} of a {owner} is not one integer")

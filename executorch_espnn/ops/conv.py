@@ -18,7 +18,7 @@ from ..payload import Opcode
 from ..payload.format import MAX_REDUCTION
 from ..scratch import ConvGeometry, conv_scratch, depthwise_scratch
 from . import OpLowering, Unit, Unsupported, register
-from .common import act_range, channel_requant, pair, quantize_bias
+from .common import act_range, channel_requant, pair, quantize_bias, single
 
 if TYPE_CHECKING:
     from torch.fx import Node
@@ -74,20 +74,11 @@ class Convolution(OpLowering):
             out4 = (out_shape[0], out_shape[1], 1, out_shape[2])
             conv = _Conv(
                 x4, w4, out4, groups,
-                (1, _single(node_arg(node, 3, "stride"), "stride")),
-                (0, _single(node_arg(node, 4, "padding"), "padding")),
-                (1, _single(node_arg(node, 5, "dilation"), "dilation")),
+                (1, single(node_arg(node, 3, "stride"), "stride", "1-D convolution")),
+                (0, single(node_arg(node, 4, "padding"), "padding", "1-D convolution")),
+                (1, single(node_arg(node, 5, "dilation"), "dilation", "1-D convolution")),
             )
             conv.emit(unit, b, lambda: (b.realize(x4, nhwc(4)), b.define_view(unit.output, out4, nhwc(4))[1]))
-
-
-def _single(v: object, what: str) -> int:
-    """A conv1d's stride/padding/dilation: an int or a one-element list."""
-    if isinstance(v, int):
-        return v
-    if isinstance(v, (list, tuple)) and len(v) == 1:
-        return int(v[0])
-    raise Unsupported(f"{what} {v!r} of a 1-D convolution is not one integer")
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from ..payload.format import (
     MAX_POOL_WINDOW,
 )
 from . import OpLowering, Unit, Unsupported, register
-from .common import emit_moved, normalize_dim, pair, requant, requant_table
+from .common import emit_moved, normalize_dim, pair, requant, requant_table, single
 
 if TYPE_CHECKING:
     from torch.fx import Node
@@ -114,17 +114,6 @@ class AvgPool2d(OpLowering):
         b.emit(Opcode.AVG_POOL2D, [x_t], out, params)
 
 
-def _single(v: object, what: str, default: int | None = None) -> int:
-    """A 1-D pooling's kernel/stride/padding/dilation: an int or a one-element list."""
-    if isinstance(v, int):
-        return v
-    if isinstance(v, (list, tuple)) and len(v) == 1:
-        return int(v[0])
-    if isinstance(v, (list, tuple)) and not v and default is not None:
-        return default
-    raise Unsupported(f"{what} {v!r} of a 1-D pooling is not one integer")
-
-
 @register
 class Pool1d(OpLowering):
     """max/avg pool 1d on [N, C, L]: the 2-D pooling of the [N, C, 1, L] view (kernel (1, k),
@@ -145,12 +134,12 @@ class Pool1d(OpLowering):
         assert x.qp is not None
         if x.rank != 3:
             raise Unsupported(f"1-D pooling of a rank-{x.rank} tensor; only [N, C, L] is delegated")
-        k = _single(node_arg(node, 1, "kernel_size"), "kernel_size")
-        s = _single(node_arg(node, 2, "stride", []), "stride", default=k)
-        p = _single(node_arg(node, 3, "padding", 0), "padding")
+        k = single(node_arg(node, 1, "kernel_size"), "kernel_size", "1-D pooling")
+        s = single(node_arg(node, 2, "stride", []), "stride", "1-D pooling", default=k)
+        p = single(node_arg(node, 3, "padding", 0), "padding", "1-D pooling")
         qout = qdq_params(unit.output)
         if is_max:
-            if _single(node_arg(node, 4, "dilation", 1), "dilation") != 1:
+            if single(node_arg(node, 4, "dilation", 1), "dilation", "1-D pooling") != 1:
                 raise Unsupported("dilation: ESP-NN pooling has no dilation")
         else:
             if qout != x.qp:
