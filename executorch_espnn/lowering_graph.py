@@ -422,18 +422,25 @@ def match_unit(node: Node, lowering: OpLowering, ctx: GraphContext) -> Unit:
         fused.append(user)
         compute.append(user)
         cur = user
-    users = list(cur.users)
-    if not users:
+    if not cur.users:
         raise Unsupported("result is unused")
+    return Unit(lowering, node, compute, inputs, weights, _only_quantize(cur, "result"), fused)
+
+
+def _reader(n: Node) -> str:
+    return "the graph output" if n.op == "output" else f"{node_op(n)} ({n.name})"
+
+
+def _only_quantize(value: Node, subject: str) -> Node:
+    """The one quantize node that must be the only reader of a unit's result ``value``."""
+    users = list(value.users)
     bad = [u for u in users if not is_quantize(u)]
     if bad:
-        what = "the graph output" if bad[0].op == "output" else f"{node_op(bad[0])} ({bad[0].name})"
-        raise Unsupported(f"result feeds {what} without int8 quantization")
+        raise Unsupported(f"{subject} feeds {_reader(bad[0])} without int8 quantization")
     if len(users) > 1:
-        raise Unsupported("result is quantized more than once")
-    out = users[0]
-    qdq_params(out)
-    return Unit(lowering, node, compute, inputs, weights, out, fused)
+        raise Unsupported(f"{subject} is quantized more than once")
+    qdq_params(users[0])
+    return users[0]
 
 
 def _match_pieces(node: Node, lowering: OpLowering, inputs: list[Node], weights: list[Node]) -> Unit:
@@ -443,23 +450,13 @@ def _match_pieces(node: Node, lowering: OpLowering, inputs: list[Node], weights:
     pieces: list[tuple[int, Node]] = []
     for u in node.users:
         if u.op != "call_function" or node_op(u) != GETITEM or not isinstance(u.args[1], int):
-            what = "the graph output" if u.op == "output" else f"{node_op(u)} ({u.name})"
-            raise Unsupported(f"its list of pieces is read by {what}, not by indexing")
+            raise Unsupported(f"its list of pieces is read by {_reader(u)}, not by indexing")
         pieces.append((u.args[1], u))
     pieces.sort(key=lambda p: p[0])
     outputs: list[Node] = []
     for _, piece in pieces:
-        users = list(piece.users)
-        if not users:
-            continue
-        bad = [u for u in users if not is_quantize(u)]
-        if bad:
-            what = "the graph output" if bad[0].op == "output" else f"{node_op(bad[0])} ({bad[0].name})"
-            raise Unsupported(f"piece {piece.name} feeds {what} without int8 quantization")
-        if len(users) > 1:
-            raise Unsupported(f"piece {piece.name} is quantized more than once")
-        qdq_params(users[0])
-        outputs.append(users[0])
+        if piece.users:
+            outputs.append(_only_quantize(piece, f"piece {piece.name}"))
     if not outputs:
         raise Unsupported("result is unused")
     compute = [node, *(p for _, p in pieces)]
