@@ -332,3 +332,23 @@ def test_real_esp_nn_tree_is_accepted_or_refused_by_version(tmp_path: Path) -> N
         with pytest.raises(sources.SourceError) as exc:
             _resolve_one(nn, str(root), {}, tmp_path)
         assert f"is ESP-NN {version}, outside the range" in _one_line(exc)
+
+
+def test_http_corrupt_and_missing_archives(served: tuple[str, Path, Path],
+                                           http_base: tuple[str, list[str]],
+                                           tmp_path: Path) -> None:
+    commit, _, base = served
+    url, _ = http_base
+    archive = base / "acme" / "widget" / "archive" / f"{commit}.tar.gz"
+    archive.write_bytes(archive.read_bytes()[:200])  # the server has a broken copy
+    with pytest.raises(sources.SourceError) as exc:
+        sources.acquire(_pin(commit), tmp_path / "cache", url, log=lambda _: None)
+    line = _one_line(exc)
+    assert f"the archive downloaded from {url}/acme/widget/archive/{commit}.tar.gz is corrupt" in line
+    assert "rebuild to download it again" in line
+    assert not list((tmp_path / "cache").rglob("*.tar.gz*"))  # nothing broken is kept
+    with pytest.raises(sources.SourceError) as exc:  # a commit the server does not have
+        sources.acquire(_pin("4" * 40), tmp_path / "cache", url, log=lambda _: None)
+    line = _one_line(exc)
+    assert line.startswith(f"could not download widget 1.0 sources from {url}/acme/widget/archive/")
+    assert "404" in line and "by hand" in line

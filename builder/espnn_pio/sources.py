@@ -305,10 +305,11 @@ def _unpack(pin: SourcePin, archive: Path, url: str, dest: Path) -> None:
     from platformio.package.exception import PackageException  # type: ignore[import-untyped]
     from platformio.package.unpack import FileUnpacker  # type: ignore[import-untyped]
 
-    where = url if _local_path(url) is not None else f"{archive} (downloaded from {url})"
-    corrupt = (f"{pin.title}: the archive {where} is corrupt or not a tar.gz ({{}}); delete it "
-               f"and rebuild, or fetch {pin.archive_url()} by hand, unpack it and "
-               f"{pin.override_hint()}")
+    local = _local_path(url) is not None
+    where = url if local else f"downloaded from {url}"
+    again = "replace it" if local else "rebuild to download it again"
+    corrupt = (f"{pin.title}: the archive {where} is corrupt or not a tar.gz ({{}}); {again}, "
+               f"or fetch {pin.archive_url()} by hand, unpack it and {pin.override_hint()}")
     try:
         commit = archive_commit(archive)
     except _CORRUPT as exc:
