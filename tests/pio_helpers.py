@@ -38,6 +38,10 @@ class PioResult:
 
 def pio_env(core: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PLATFORMIO_")}
+    standin = core / STANDIN_SOURCES
+    if standin.is_file():  # the ESP builds' source trees, unless real ones are named
+        for var, tree in json.loads(standin.read_text()).items():
+            env.setdefault(var, tree)
     env.update(
         PLATFORMIO_CORE_DIR=str(core),
         PLATFORMIO_SETTING_ENABLE_TELEMETRY="No",
@@ -60,14 +64,16 @@ def seed_core(core: Path) -> None:
 
 
 def pio(core: Path, project: Path, *args: str, timeout: int = 600,
-        workspace: Path | None = None) -> PioResult:
+        workspace: Path | None = None, extra_env: dict[str, str] | None = None) -> PioResult:
     """`pio ARGS` in `project` (its working directory, as a user runs it), killed after
     `timeout` seconds.  `workspace` moves the project's .pio folder (PLATFORMIO_WORKSPACE_DIR),
-    so an example can be built in place without writing into the checkout."""
+    so an example can be built in place without writing into the checkout; `extra_env` adds to
+    (or, with "", blanks) the environment."""
     cmd = ["timeout", "--kill-after=10", str(timeout), str(PIO), *args]
     env = pio_env(core)
     if workspace is not None:
         env["PLATFORMIO_WORKSPACE_DIR"] = str(workspace)
+    env.update(extra_env or {})
     proc = subprocess.run(
         cmd, cwd=project, env=env, capture_output=True, text=True, errors="replace",
         stdin=subprocess.DEVNULL,
@@ -96,27 +102,50 @@ def write_project(project: Path, ini: str, files: dict[str, str]) -> Path:
 # --- a stand-in espressif32 platform ---------------------------------------------------------
 #
 # The registry is unreachable here, so ESP envs are exercised against a platform folder the
-# test writes: it has the real one's name, version, framework names and the two boards we use,
-# and its builder records what it was handed (board, frameworks, include paths, defines, the
-# executorch files) into handoff.json instead of compiling.  It proves our side of the contract
-# (package selection, boards, the hand-off with our component and model header); it does not
-# prove that espressif32's real builder, ESP-IDF or Arduino-ESP32 compile the component.
+# test writes: it has the real one's name, version, framework names, a board per chip ESP-NN
+# serves and espressif32 6.13's choice of toolchain packages per chip and framework (its
+# platform.py, configure_default_packages), and its builder records what it was handed (board,
+# frameworks, include paths, defines, each library's sources and flags, the executorch files,
+# the pinned source trees) into handoff.json instead of compiling.  Its Arduino framework script
+# adds what Arduino-ESP32 2.0.x's does that matters to us (gnu++11, an SDK include folder).  It
+# proves our side of the contract; it does not prove that espressif32's real builder, ESP-IDF or
+# Arduino-ESP32 compile the component.
+#
+# The ESP builds also need the pinned ExecuTorch, flatbuffers and ESP-NN trees, which cannot be
+# downloaded here: install_standin_espressif32 writes stand-in trees (the files the builder
+# checks) and records them in the core folder; pio() hands them to the build through the
+# environment variables a user would set, unless the caller's environment names real ones.
 
 _STANDIN_PLATFORM_PY = '''
 from platformio.public import PlatformBase
 
 
 class Espressif32Platform(PlatformBase):
-    """Stand-in: marks the board's toolchain and the framework package as required."""
+    """Stand-in: espressif32 6.13's toolchain choice (its configure_default_packages)."""
 
     def configure_default_packages(self, variables, targets):
         board = variables.get("board")
         if board:
-            mcu = self.board_config(board).get("build.mcu", "esp32")
-            self.packages["toolchain-xtensa-%s" % mcu]["optional"] = False
-            for name in ("toolchain-xtensa-esp32", "toolchain-xtensa-esp32s3"):
-                if name != "toolchain-xtensa-%s" % mcu:
-                    self.packages.pop(name, None)
+            mcu = variables.get("board_build.mcu", self.board_config(board).get("build.mcu", "esp32"))
+            frameworks = variables.get("pioframework", [])
+            if "espidf" in frameworks:
+                if "arduino" in frameworks:
+                    self.packages.pop("toolchain-xtensa-esp-elf", None)
+                else:
+                    for target in ("xtensa-esp32", "xtensa-esp32s2", "xtensa-esp32s3"):
+                        self.packages.pop("toolchain-%s" % target, None)
+                    if mcu in ("esp32c3", "esp32c6"):
+                        self.packages.pop("toolchain-xtensa-esp-elf", None)
+                    else:
+                        self.packages["toolchain-xtensa-esp-elf"]["optional"] = False
+            if "arduino" in frameworks:
+                for available in ("esp32", "esp32s2", "esp32s3"):
+                    if available == mcu:
+                        self.packages["toolchain-xtensa-%s" % mcu]["optional"] = False
+                    else:
+                        self.packages.pop("toolchain-xtensa-%s" % available, None)
+            if mcu in ("esp32s2", "esp32s3", "esp32c3", "esp32c6"):
+                self.packages["toolchain-riscv32-esp"]["optional"] = False
         return super().configure_default_packages(variables, targets)
 '''
 
@@ -139,14 +168,39 @@ if env.get("PIOFRAMEWORK"):
     for fw in env["PIOFRAMEWORK"]:
         env.SConscript(env.GetFrameworkScript(fw), exports="env")
 
+
+def _defines(e):
+    return [str(d) if not isinstance(d, tuple) else "%s=%s" % d for d in e.get("CPPDEFINES", [])]
+
+
+def _library(node):
+    """What a static library is built from and with: its objects' sources and build flags."""
+    objects = [o for o in node.sources]
+    build_env = objects[0].get_build_env() if objects else env
+    return {
+        "name": os.path.basename(str(node)),
+        "sources": sorted(o.sources[0].srcnode().abspath for o in objects),
+        "ccflags": [build_env.subst(str(f)) for f in build_env.get("CCFLAGS", [])],
+        "asppflags": [build_env.subst(str(f)) for f in build_env.get("ASPPFLAGS", [])],
+        "cpppath": [build_env.subst(str(p)) for p in build_env.get("CPPPATH", [])],
+        "cppdefines": _defines(build_env),
+    }
+
+
 def _write(target, source, env):
+    libs = [n for n in env.Flatten(env.get("LIBS", [])) if hasattr(n, "sources")]
     record.update(
         cpppath=[env.subst(str(p)) for p in env.get("CPPPATH", [])],
-        cppdefines=[str(d) if not isinstance(d, tuple) else "%s=%s" % d for d in env.get("CPPDEFINES", [])],
+        cppdefines=_defines(env),
+        cxxflags=[env.subst(str(f)) for f in env.get("CXXFLAGS", [])],
         cmake_extra_args=env.BoardConfig().get("build.cmake_extra_args", ""),
         libs=[str(x) for x in env.get("ESPNN_STANDIN_LIBS", [])],
+        libraries=[_library(n) for n in libs],
         buildfiles=sorted(env.subst(str(getattr(n, "abspath", n))) for n in env.Flatten(env.get("PIOBUILDFILES", []))),
         executorch_dir=env.get("ESPNN_MODEL_DIR", ""),
+        sources={k: env.get(k, None) for k in ("ESPNN_ET_SOURCE_DIR", "ESPNN_ET_INCLUDE_ROOT",
+                                               "ESPNN_FLATBUFFERS_DIR", "ESPNN_FLATBUFFERS_INCLUDE_DIR",
+                                               "ESPNN_ESPNN_DIR")},
     )
     with open(str(target[0]), "w") as fp:
         json.dump(record, fp, indent=1)
@@ -164,12 +218,38 @@ Import("env")
 os.makedirs(env.subst("$BUILD_DIR"), exist_ok=True)
 with open(os.path.join(env.subst("$BUILD_DIR"), "standin_{name}.ran"), "w") as fp:
     fp.write("ran")
+if "{name}" == "arduino":  # what Arduino-ESP32 2.0.x's platformio-build.py sets that we meet
+    sdk = os.path.join(env.PioPlatform().get_package_dir("framework-arduinoespressif32"), "tools",
+                       "sdk", env.BoardConfig().get("build.mcu"), "include")
+    env.Append(CXXFLAGS=["-std=gnu++11", "-fexceptions"], CPPPATH=[sdk])
 '''
 
-_BOARDS = {
-    "esp32dev": {"mcu": "esp32", "name": "Stand-in ESP32 Dev Module", "ram": 327680},
-    "esp32-s3-devkitc-1": {"mcu": "esp32s3", "name": "Stand-in ESP32-S3-DevKitC-1", "ram": 327680},
+# A board of each chip ESP-NN serves, as espressif32 6.13 has them (build.mcu, frameworks, RAM);
+# it has no ESP32-P4 board (tests give one as a project board).
+BOARDS = {
+    "esp32dev": {"mcu": "esp32", "name": "Stand-in ESP32 Dev Module", "ram": 327680,
+                 "frameworks": ["arduino", "espidf"]},
+    "esp32-s2-saola-1": {"mcu": "esp32s2", "name": "Stand-in ESP32-S2-Saola-1", "ram": 327680,
+                         "frameworks": ["arduino", "espidf"]},
+    "esp32-s3-devkitc-1": {"mcu": "esp32s3", "name": "Stand-in ESP32-S3-DevKitC-1", "ram": 327680,
+                           "frameworks": ["arduino", "espidf"]},
+    "esp32-c3-devkitm-1": {"mcu": "esp32c3", "name": "Stand-in ESP32-C3-DevKitM-1", "ram": 327680,
+                           "frameworks": ["arduino", "espidf"]},
+    "esp32-c6-devkitc-1": {"mcu": "esp32c6", "name": "Stand-in ESP32-C6-DevKitC-1", "ram": 327680,
+                           "frameworks": ["espidf"]},
 }
+
+PACKAGES = {  # name: (version requirement, seeded version, type)
+    "toolchain-xtensa-esp32": ("~8.4.0", "8.4.0", "toolchain"),
+    "toolchain-xtensa-esp32s2": ("~8.4.0", "8.4.0", "toolchain"),
+    "toolchain-xtensa-esp32s3": ("~8.4.0", "8.4.0", "toolchain"),
+    "toolchain-riscv32-esp": ("~8.4.0", "8.4.0", "toolchain"),
+    "toolchain-xtensa-esp-elf": ("~14.2.0", "14.2.0", "toolchain"),
+    "framework-arduinoespressif32": ("~3.20017.0", "3.20017.0", "framework"),
+    "framework-espidf": ("~3.50503.0", "3.50503.0", "framework"),
+    "tool-esptoolpy": ("~2.41100.0", "2.41100.0", "uploader"),
+}
+STANDIN_SOURCES = "standin_sources.json"  # in the core folder: env var -> stand-in tree
 
 
 def _package(path: Path, name: str, version: str, kind: str) -> None:
@@ -181,9 +261,23 @@ def _package(path: Path, name: str, version: str, kind: str) -> None:
     }))
 
 
+def write_standin_sources(core: Path, work: Path) -> dict[str, str]:
+    """Stand-in ExecuTorch/flatbuffers/ESP-NN trees for the ESP builds, recorded in `core`."""
+    from tests import source_helpers as sh
+
+    trees = {
+        "EXECUTORCH_SOURCE_DIR": str(sh.executorch_tree(work / "sources" / "executorch")),
+        "FLATBUFFERS_SOURCE_DIR": str(sh.flatbuffers_tree(work / "sources" / "flatbuffers")),
+        "ESPNN_ESP_NN_DIR": str(sh.esp_nn_tree(work / "sources" / "esp-nn")),
+    }
+    (core / STANDIN_SOURCES).write_text(json.dumps(trees, indent=1))
+    return trees
+
+
 def install_standin_espressif32(core: Path, work: Path) -> Path:
     """Write the stand-in platform, install it into `core` like a user would
-    (`pio pkg install -g -p <folder>`), and seed the packages it asks for."""
+    (`pio pkg install -g -p <folder>`), seed the packages it asks for, and give the ESP builds
+    stand-in source trees."""
     src = work / "espressif32-standin"
     (src / "builder" / "frameworks").mkdir(parents=True, exist_ok=True)
     (src / "boards").mkdir(exist_ok=True)
@@ -196,23 +290,19 @@ def install_standin_espressif32(core: Path, work: Path) -> Path:
             "arduino": {"package": "framework-arduinoespressif32", "script": "builder/frameworks/arduino.py"},
             "espidf": {"package": "framework-espidf", "script": "builder/frameworks/espidf.py"},
         },
-        "packages": {
-            "toolchain-xtensa-esp32": {"type": "toolchain", "optional": True, "version": "~8.4.0"},
-            "toolchain-xtensa-esp32s3": {"type": "toolchain", "optional": True, "version": "~8.4.0"},
-            "framework-arduinoespressif32": {"type": "framework", "optional": True, "version": "~3.20017.0"},
-            "framework-espidf": {"type": "framework", "optional": True, "version": "~3.50503.0"},
-            "tool-esptoolpy": {"type": "uploader", "version": "~2.41100.0"},
-        },
+        "packages": {name: {"type": kind, "version": req, **({} if name == "tool-esptoolpy" else {"optional": True})}
+                     for name, (req, _, kind) in PACKAGES.items()},
     }
     (src / "platform.json").write_text(json.dumps(manifest, indent=1))
     (src / "platform.py").write_text(_STANDIN_PLATFORM_PY)
     (src / "builder" / "main.py").write_text(_STANDIN_MAIN)
     for fw in ("arduino", "espidf"):
-        (src / "builder" / "frameworks" / f"{fw}.py").write_text(_STANDIN_FRAMEWORK.format(name=fw))
-    for board, b in _BOARDS.items():
+        (src / "builder" / "frameworks" / f"{fw}.py").write_text(
+            _STANDIN_FRAMEWORK.replace("{name}", fw))
+    for board, b in BOARDS.items():
         (src / "boards" / f"{board}.json").write_text(json.dumps({
             "build": {"mcu": b["mcu"], "core": "esp32", "f_cpu": "240000000L"},
-            "frameworks": ["arduino", "espidf"],
+            "frameworks": b["frameworks"],
             "name": b["name"],
             "upload": {"maximum_ram_size": b["ram"], "maximum_size": 4194304},
             "url": "https://example.invalid/standin",
@@ -220,10 +310,7 @@ def install_standin_espressif32(core: Path, work: Path) -> Path:
         }))
     pio(core, work, "pkg", "install", "-g", "--skip-dependencies", "-p", f"file://{src}", timeout=120).check()
     pkgs = core / "packages"
-    _package(pkgs / "toolchain-xtensa-esp32", "toolchain-xtensa-esp32", "8.4.0", "toolchain")
-    _package(pkgs / "toolchain-xtensa-esp32s3", "toolchain-xtensa-esp32s3", "8.4.0", "toolchain")
-    _package(pkgs / "framework-arduinoespressif32", "framework-arduinoespressif32", "3.20017.0", "framework")
-    _package(pkgs / "framework-espidf", "framework-espidf", "3.50503.0", "framework")
-    _package(pkgs / "tool-esptoolpy", "tool-esptoolpy", "2.41100.0", "uploader")
-    _package(pkgs / "framework-executorch", "framework-executorch", "1.5.1", "framework")
+    for name, (_, version, kind) in PACKAGES.items():
+        _package(pkgs / name, name, version, kind)
+    write_standin_sources(core, work)
     return src

@@ -1,22 +1,29 @@
 """ESP boards, checked offline: the derived platform against a stand-in espressif32.
 
 What this proves: our platform class finds the installed base through PlatformIO's package
-manager, takes its boards/packages/frameworks, marks the ExecuTorch runtime package, runs the
-model step, then hands the build to the base builder with our component and generated model
-(ESP-IDF: as components on EXTRA_COMPONENT_DIRS; Arduino: include paths and the library), and
-without the base an ESP board fails with the install command.  What it cannot prove: that the
-real espressif32 6.13, ESP-IDF and Arduino-ESP32 compile and link the component.
+manager, takes its boards/packages/frameworks (and so its toolchain per chip), hands every ESP
+build the pinned ExecuTorch/flatbuffers/ESP-NN trees (from the variables a user sets, or one
+error line when they cannot be had), runs the model step for the board's chip, then hands the
+build to the base builder with our component and generated model (ESP-IDF: as components on
+EXTRA_COMPONENT_DIRS; Arduino: include paths, the component library and real ESP-NN's sources
+for the chip, never host_espnn/), and without the base an ESP board fails with the install
+command.  What it cannot prove: that the real espressif32 6.13, ESP-IDF and Arduino-ESP32
+compile and link it.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests import pio_helpers as h
+from tests import source_helpers as sh
 
 PLAIN_PTE_SCRIPT = """
 import sys, torch
@@ -78,6 +85,62 @@ def _esp_project(root: Path, pte: Path) -> Path:
     return proj
 
 
+def _standin_trees(core: Path) -> dict[str, str]:
+    trees: dict[str, str] = json.loads((core / h.STANDIN_SOURCES).read_text())
+    return {var: os.environ.get(var) or tree for var, tree in trees.items()}
+
+
+def _check_sources_handed_over(core: Path, rec: dict[str, Any]) -> None:
+    """The trees the build resolved are the ones the environment named (sources.py's keys)."""
+    trees = _standin_trees(core)
+    got = rec["sources"]
+    assert got["ESPNN_ET_SOURCE_DIR"] == str(Path(trees["EXECUTORCH_SOURCE_DIR"]).resolve())
+    assert got["ESPNN_FLATBUFFERS_DIR"] == str(Path(trees["FLATBUFFERS_SOURCE_DIR"]).resolve())
+    assert Path(got["ESPNN_FLATBUFFERS_INCLUDE_DIR"], "flatbuffers", "base.h").is_file()
+    assert got["ESPNN_ESPNN_DIR"] == str(Path(trees["ESPNN_ESP_NN_DIR"]).resolve())
+
+
+def _library(rec: dict[str, Any], name: str) -> dict[str, Any]:
+    (lib,) = [lib for lib in rec["libraries"] if lib["name"] == name]
+    return lib
+
+
+def _check_real_esp_nn(rec: dict[str, Any], mcu: str) -> None:
+    """The component library has no host_espnn/ source; ESP-NN is compiled from its own tree
+    with what ESP-NN's build selects for the chip."""
+    comp = h.ROOT / "espnn_component"
+    component = _library(rec, "libexecutorch_espnn.a")
+    assert component["sources"] and all(s.startswith(str(comp) + os.sep) for s in component["sources"])
+    assert not [s for s in component["sources"] if "host_espnn" in s]
+    assert str(comp / "host_espnn" / "include") not in component["cpppath"]
+    esp_nn = Path(rec["sources"]["ESPNN_ESPNN_DIR"])
+    assert str(esp_nn / "include") in component["cpppath"]
+    assert "CONFIG_NN_OPTIMIZED=1" in component["cppdefines"]  # esp_nn.h: the chip's kernels
+    nn = _library(rec, "libesp_nn.a")
+    rel = sorted(str(Path(s).relative_to(esp_nn)) for s in nn["sources"])
+    assert rel and not [s for s in nn["sources"] if "host_espnn" in s]
+    chip_files = [r for r in rel if re.search(r"_esp32(s3|p4)\.[cS]$", r)]
+    if mcu == "esp32s3":  # the S3 assembly and C kernels, no P4 one
+        assert chip_files and all("_esp32s3." in r for r in chip_files)
+        assert any(r.endswith("_esp32s3.S") for r in rel)
+        assert "-mlongcalls" in nn["ccflags"] and "-fno-unroll-loops" in nn["ccflags"]
+    else:  # esp32, s2, c3, c6: the ANSI kernels and ESP-NN's generic optimised C
+        assert chip_files == [] and "-fno-unroll-loops" not in nn["ccflags"]
+    assert "src/convolution/esp_nn_conv_opt.c" in rel and "src/convolution/esp_nn_conv_ansi.c" in rel
+    assert nn["ccflags"][-2:] == ["-include", "sdkconfig.h"] and "-O2" in nn["ccflags"]
+    assert nn["asppflags"][-2:] == ["-include", "sdkconfig.h"]
+    assert str(esp_nn / "src" / "common") in nn["cpppath"]
+    assert str(esp_nn / "src" / "common") not in rec["cpppath"]  # ESP-NN's private headers
+    # built after the framework script: its include folders reach the library
+    sdk = [p for p in rec["cpppath"] if p.endswith(os.path.join("tools", "sdk", mcu, "include"))]
+    assert sdk and sdk[0] in nn["cpppath"]
+    cmake = Path(rec["sources"]["ESPNN_ESPNN_DIR"], "CMakeLists.txt")
+    if cmake.read_text():  # a real ESP-NN tree (ESPNN_ESP_NN_DIR): exactly what its CMake lists
+        lists = sh.esp_nn_cmake_selection(esp_nn)
+        chip = {"esp32s3": lists["s3_srcs"], "esp32p4": lists["p4_srcs"]}.get(mcu, [])
+        assert rel == sorted(lists["c_srcs"] + chip)
+
+
 @pytest.mark.slow
 def test_arduino_handoff_to_base(core_with_base: Path, plain_pte: Path, tmp_path: Path) -> None:
     proj = _esp_project(tmp_path / "p", plain_pte)
@@ -86,14 +149,15 @@ def test_arduino_handoff_to_base(core_with_base: Path, plain_pte: Path, tmp_path
     rec = json.loads((build / "handoff.json").read_text())
     assert rec["pioplatform"] == "espressif32"
     assert rec["mcu"] == "esp32"
-    # the board's toolchain, the framework, the uploader, and our runtime package
-    # the board's toolchain, the framework, the uploader, and our runtime package, each at the
-    # version the manifests pin
+    # the board's toolchain, the framework and the uploader, each at the version the manifests
+    # pin; no package of ours (the runtime comes from the pinned sources)
     assert rec["packages"] == [
-        "framework-arduinoespressif32@3.20017.0", "framework-executorch@1.5.1",
-        "tool-esptoolpy@2.41100.0", "toolchain-xtensa-esp32@8.4.0",
+        "framework-arduinoespressif32@3.20017.0", "tool-esptoolpy@2.41100.0",
+        "toolchain-xtensa-esp32@8.4.0",
     ]
     assert (build / "standin_arduino.ran").is_file()  # the base's own framework script ran
+    _check_sources_handed_over(core_with_base, rec)
+    _check_real_esp_nn(rec, "esp32")
     gen = build / "executorch" / "espnn_model"
     assert str(gen) in rec["cpppath"]
     assert str(h.ROOT / "espnn_component" / "include") in rec["cpppath"]
@@ -101,6 +165,8 @@ def test_arduino_handoff_to_base(core_with_base: Path, plain_pte: Path, tmp_path
     assert str(h.ROOT / "espnn_component") in rec["libs"]
     # the stamp EspnnModel compares the header's executorch_version with
     assert 'ESPNN_ET_EXECUTORCH_VERSION=\\"1.5.1\\"' in rec["cppdefines"], rec["cppdefines"]
+    # the component is C++17, whatever the framework asked for (Arduino-ESP32 2.0.x: gnu++11)
+    assert [f for f in rec["cxxflags"] if f.startswith("-std=")] == ["-std=gnu++17"]
     # the model's bytes and the ESP-IDF PAL are linked as objects: the PAL's strong et_pal_*
     # then always replace the runtime's weak defaults (an archive member would not be pulled)
     assert str(build / "executorch" / "model_pte_data.o") in rec["buildfiles"]
@@ -120,15 +186,18 @@ def test_espidf_handoff_adds_components(core_with_base: Path, plain_pte: Path, t
     rec = json.loads((build / "handoff.json").read_text())
     assert rec["mcu"] == "esp32s3"
     assert rec["packages"] == [
-        "framework-espidf@3.50503.0", "framework-executorch@1.5.1", "tool-esptoolpy@2.41100.0",
-        "toolchain-xtensa-esp32s3@8.4.0",
+        "framework-espidf@3.50503.0", "tool-esptoolpy@2.41100.0", "toolchain-riscv32-esp@8.4.0",
+        "toolchain-xtensa-esp-elf@14.2.0",
     ]
     assert (build / "standin_espidf.ran").is_file()
+    _check_sources_handed_over(core_with_base, rec)
     dirs = rec["cmake_extra_args"].split("-DEXTRA_COMPONENT_DIRS:PATH=")[1].split('"')[0].split(";")
     wrapper = build / "executorch" / "components" / "executorch_espnn"
     assert dirs == [str(proj / "src"), str(wrapper), str(build / "executorch" / "espnn_model")]
-    assert f'-DESPNN_EXECUTORCH_SOURCE_DIR={core_with_base / "packages" / "framework-executorch"}' \
-        in rec["cmake_extra_args"]
+    for key, value in rec["sources"].items():  # the trees reach CMake for the runtime component
+        if value:
+            assert f'"-D{key}:PATH={value}"' in rec["cmake_extra_args"]
+    assert rec["libraries"] == []  # ESP-IDF compiles; nothing is built as an SCons library
     cmake = (build / "executorch" / "espnn_model" / "CMakeLists.txt").read_text()
     assert 'SRCS "model_pte_data.S"' in cmake and "REQUIRES executorch_espnn" in cmake
     check_idf_wrapper(wrapper, tmp_path)
@@ -244,6 +313,149 @@ def test_manifest_pins_the_base() -> None:
     assert manifest["name"] == "executorch-espnn"
     assert manifest["base_platform"] == {"owner": "platformio", "name": "espressif32", "version": "~6.13.0"}
     assert set(manifest["frameworks"]) == {"arduino", "espidf"}
-    assert "framework-executorch" in manifest["packages"]
+    assert "packages" not in manifest  # nothing declared that no registry publishes
     board = json.loads((h.ROOT / "boards" / "host.json").read_text())
     assert "packages" not in board and board["build"]["mcu"] == "host"
+
+
+# --- every chip ESP-NN serves -------------------------------------------------------------------
+
+CONV_MODEL_PY = """
+import torch
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = torch.nn.Linear(8 * 6 * 6, 4)
+
+    def forward(self, x):
+        return self.fc(torch.relu(self.conv(x)).flatten(1))
+
+def model():
+    torch.manual_seed(0)
+    return Net().eval()
+
+def example_inputs():
+    return (torch.randn(1, 3, 6, 6),)
+"""
+
+# (board, chip, framework, the packages espressif32 6.13's configure_default_packages installs
+# for it: the framework, the uploader, the chip's toolchains)
+CHIP_BOARDS = [
+    ("esp32dev", "esp32", "arduino",
+     ["framework-arduinoespressif32", "tool-esptoolpy", "toolchain-xtensa-esp32"]),
+    ("esp32-s2-saola-1", "esp32s2", "arduino",
+     ["framework-arduinoespressif32", "tool-esptoolpy", "toolchain-riscv32-esp",
+      "toolchain-xtensa-esp32s2"]),
+    ("esp32-s3-devkitc-1", "esp32s3", "arduino",
+     ["framework-arduinoespressif32", "tool-esptoolpy", "toolchain-riscv32-esp",
+      "toolchain-xtensa-esp32s3"]),
+    ("esp32-c3-devkitm-1", "esp32c3", "arduino",
+     ["framework-arduinoespressif32", "tool-esptoolpy", "toolchain-riscv32-esp"]),
+    ("esp32-c6-devkitc-1", "esp32c6", "espidf",  # espressif32 6.13: ESP-IDF only on C6
+     ["framework-espidf", "tool-esptoolpy", "toolchain-riscv32-esp"]),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("board", "chip", "framework", "packages"), CHIP_BOARDS,
+                         ids=[b[1] for b in CHIP_BOARDS])
+def test_every_chip(core_with_base: Path, tmp_path: Path, board: str, chip: str, framework: str,
+                    packages: list[str]) -> None:
+    """Per chip: the board's toolchain, the pinned trees, the model lowered for the chip (its
+    scratch sizes follow the chip's kernels) and, on Arduino, ESP-NN's sources for the chip."""
+    proj = h.write_project(tmp_path / "p", f"""
+        [env:{board}]
+        platform = {h.platform_spec()}
+        board = {board}
+        framework = {framework}
+        custom_executorch_model = net.py
+        """, {"src/main.cpp": "int placeholder;\n", "net.py": CONV_MODEL_PY})
+    r = h.pio(core_with_base, proj, "run", "-e", board, timeout=600).check()
+    assert f"executorch: lowering net.py for {chip} (strict: no)" in r.output
+    build = proj / ".pio" / "build" / board
+    rec = json.loads((build / "handoff.json").read_text())
+    assert rec["mcu"] == chip and rec["frameworks"] == [framework]
+    assert [p.split("@")[0] for p in rec["packages"]] == packages
+    _check_sources_handed_over(core_with_base, rec)
+    report = json.loads((build / "executorch" / "report.json").read_text())
+    (part,) = report["partitions"]
+    assert part["target"] == chip  # the payload is sized for this chip's ESP-NN kernels
+    # ESP-NN's S3 conv kernel asks for a scratch buffer (im2col for a 3x3x3 window); its generic
+    # optimised C for the other chips needs none (esp_nn_get_conv_scratch_size_opt returns 0)
+    assert (part["scratch_bytes"] > 0) == (chip == "esp32s3"), part
+    if framework == "arduino":
+        _check_real_esp_nn(rec, chip)
+    else:
+        assert rec["libraries"] == []
+        assert f'"-DESPNN_ESPNN_DIR:PATH={rec["sources"]["ESPNN_ESPNN_DIR"]}"' in rec["cmake_extra_args"]
+
+
+@pytest.mark.slow
+def test_esp32p4_board_says_what_to_use(core_with_base: Path, plain_pte: Path, tmp_path: Path) -> None:
+    """espressif32 6.13 has no P4 board and its builder cannot build one: a P4 board (here a
+    project board) stops with one line naming the way that works."""
+    proj = _esp_project(tmp_path / "p", plain_pte)
+    (proj / "boards").mkdir()
+    (proj / "boards" / "esp32-p4-evboard.json").write_text(json.dumps({
+        "build": {"mcu": "esp32p4", "core": "esp32", "f_cpu": "360000000L"},
+        "frameworks": ["espidf"], "name": "ESP32-P4 board", "url": "https://example.invalid",
+        "upload": {"maximum_ram_size": 786432, "maximum_size": 16777216}, "vendor": "Espressif"}))
+    with (proj / "platformio.ini").open("a") as fp:
+        fp.write("\n[env:p4]\nboard = esp32-p4-evboard\nframework = espidf\n")
+    r = h.pio(core_with_base, proj, "run", "-e", "p4", timeout=300)
+    assert r.returncode != 0
+    assert "Board 'esp32-p4-evboard' is an ESP32-P4, which platformio/espressif32@~6.13.0's " \
+           "builder cannot build" in r.output, r.output[-2000:]
+    assert "idf.py" in r.output and "--target esp32p4" in r.output
+
+
+# --- the pinned trees cannot be had: one line, before any lowering --------------------------------
+
+NO_LOCAL_TREES = {"EXECUTORCH_SOURCE_DIR": "", "FLATBUFFERS_SOURCE_DIR": "", "ESPNN_ESP_NN_DIR": ""}
+
+
+def _one_error(r: h.PioResult, proj: Path, env: str) -> str:
+    assert r.returncode != 0
+    errors = r.error_lines()
+    assert len(errors) == 1, r.output[-3000:]
+    assert "Traceback" not in r.output
+    assert not (proj / ".pio" / "build" / env / "executorch" / "model.pte").exists()
+    return errors[0]
+
+
+@pytest.mark.slow
+def test_missing_sources_say_how_to_get_them(core_with_base: Path, plain_pte: Path,
+                                             tmp_path: Path) -> None:
+    sources = sh.builder_module("sources")
+    _, commit = sources.wheel_executorch()
+    proj = _esp_project(tmp_path / "p", plain_pte)
+    mirror = tmp_path / "mirror"
+    r = h.pio(core_with_base, proj, "run", "-e", "esp32dev", timeout=300,
+              extra_env={**NO_LOCAL_TREES, "ESPNN_SOURCES_URL_BASE": f"file://{mirror}"})
+    line = _one_error(r, proj, "esp32dev")
+    assert line.startswith(f"Error: ExecuTorch 1.5.1 sources: no archive at file://{mirror}/"
+                           f"pytorch/executorch/archive/{commit}.tar.gz")
+    assert f"fetch https://github.com/pytorch/executorch/archive/{commit}.tar.gz by hand" in line
+    assert f"set custom_executorch_runtime_dir = <a checkout of pytorch/executorch at {commit[:7]}>" in line
+
+    # a mirror serving another commit under the pinned name
+    repo = tmp_path / "repo"
+    other = sh.make_repo(repo, {"runtime/executor/program.cpp": ""})
+    archive = sh.archive_as_github(repo, tmp_path / "tmp", "pytorch", "executorch", other)
+    target = mirror / "pytorch" / "executorch" / "archive" / f"{commit}.tar.gz"
+    target.parent.mkdir(parents=True)
+    archive.replace(target)
+    r = h.pio(core_with_base, proj, "run", "-e", "esp32dev", timeout=300,
+              extra_env={**NO_LOCAL_TREES, "ESPNN_SOURCES_URL_BASE": f"file://{mirror}"})
+    line = _one_error(r, proj, "esp32dev")
+    assert f"is commit {other[:7]}, not the pinned {commit[:7]}" in line
+
+    # a local tree that is not one, named in platformio.ini
+    with (proj / "platformio.ini").open("a") as fp:
+        fp.write("\n[env:named]\nboard = esp32dev\nframework = arduino\n"
+                 "custom_executorch_runtime_dir = ../no-such-checkout\n")
+    r = h.pio(core_with_base, proj, "run", "-e", "named", timeout=300)
+    line = _one_error(r, proj, "named")
+    assert line.startswith("Error: custom_executorch_runtime_dir = ../no-such-checkout: no such folder")

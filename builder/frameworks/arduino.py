@@ -1,6 +1,7 @@
 # ruff: noqa: F821  (SCons injects `env` through Import("env"))
 """framework = arduino: the host Arduino-compatibility layer, or espressif32's Arduino core
-plus the executorch-espnn component compiled as a library with the Kconfig-resolved macros."""
+plus the executorch-espnn component compiled as a library with the Kconfig-resolved macros and
+ESP-NN compiled from its pinned tree for the board's chip."""
 
 import os
 
@@ -18,3 +19,4 @@ else:
 
     esp_frameworks.add_component_library(env)
     env.SConscript(platform.frameworks["arduino"]["base_script"], exports="env")
+    esp_frameworks.after_arduino_framework(env)  # ESP-NN for the chip, C++17
