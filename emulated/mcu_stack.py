@@ -244,7 +244,7 @@ def firmware(tree: et_runtime.ExecutorchTree, kernels: Kernels, app: Sequence[Un
         "selected kernels + registration": (kernels_lib, reg),
         **{part: (lib,) for part, lib in parts.items()},
         "model data": (objs[-1],),
-        "application": tuple(objs[:-1]),
+        "application + test vectors": tuple(objs[:-1]),
     })
 
 

@@ -141,10 +141,11 @@ HOST64 = Target(
 )
 
 # The MPS2 AN500 memory map QEMU emulates: SSRAM1 (4 MiB at 0) holds code and read-only data,
-# SSRAM2/3 (4 MiB at 0x20000000) the rest; picolibc's linker script takes these as symbols.
+# SSRAM2/3 (4 MiB at 0x20000000) the rest; picolibc's linker script takes these as symbols.  The
+# stack grows down from the top of RAM, the heap up from the end of .bss (picolibc keeps the
+# 2 KiB below the stack out of the heap; nothing else bounds the stack, as on the chip).
 _MPS2_AN500_MEMORY = ("-Wl,--defsym=__flash=0x0", "-Wl,--defsym=__flash_size=0x400000",
-                      "-Wl,--defsym=__ram=0x20000000", "-Wl,--defsym=__ram_size=0x400000",
-                      "-Wl,--defsym=__stack_size=0x10000")
+                      "-Wl,--defsym=__ram=0x20000000", "-Wl,--defsym=__ram_size=0x400000")
 
 CORTEX_M7 = Target(
     name="cortex-m7",

@@ -136,3 +136,20 @@ def test_without_the_u_rule_the_registration_is_dropped(tree: et_runtime.Executo
     assert run.verdict.startswith("EMU VERDICT FAIL "), run.output
     assert "begin failed: loading method 'forward' failed with " in run.output, run.output
     assert re.search(r"aten::(abs|sub)\.out", run.output), run.output  # the runtime names it
+
+
+def test_the_size_benchmark_adds_up(tree: et_runtime.ExecutorchTree) -> None:
+    """benchmarks/mcu_sizes.py's per-part figures against the ELF and the .pte."""
+    from benchmarks import mcu_sizes
+
+    r = mcu_sizes.measure("island_net")
+    parts, elf = r.parts, r.elf_totals
+    flash = sum(v["text"] + v["rodata"] for v in parts.values())
+    assert elf["flash_code_and_rodata"] <= flash <= 1.02 * elf["flash_code_and_rodata"]  # merged strings
+    assert sum(v["data"] for v in parts.values()) == elf["data"]
+    assert sum(v["bss"] for v in parts.values()) == elf["bss"]
+    assert parts["model data"]["rodata"] == len(prepared("island_net", tree).model.pte)
+    assert parts["ExecuTorch runtime"]["text"] > 10_000 and parts["engine"]["text"] > 10_000
+    assert parts["selected kernels + registration"]["text"] > 0
+    assert r.pools_target["method_allocator_bytes"] < r.pools_host["method_allocator_bytes"]
+    assert r.policy_bytes >= sum(r.pools_target.values())  # every pool is held by the policy
