@@ -181,3 +181,14 @@ def test_every_wheel_kernel_has_a_source_in_the_tree() -> None:
             assert re.search(rf"\b{function}\b", src.read_text()), f"{name}: {function} not in {src}"
             checked += 1
     assert checked > 200
+
+
+def test_the_reader_needs_only_the_standard_library() -> None:
+    """SCons (the Arduino build) imports it inside PlatformIO's Python: no torch, no numpy."""
+    import sys
+
+    code = ("import sys, executorch_espnn.runtime_sources as rs; rs.load(); "
+            "heavy = {'torch', 'numpy', 'executorch', 'jinja2', 'yaml'} & set(sys.modules); "
+            "print(sorted(heavy))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -86,10 +86,12 @@ def baremetal_world() -> tuple[list[Unit], list[Unit]]:
     kernels = component.Kernels()
     c = [*component.engine_units(kernels), *kernels.units(), *component.memory_units("host")]
     version = component.wheel_executorch_version()
-    cxx = [*component.adapter_units(component.wheel_header_flags(system=True),
-                                    component.baremetal_defines(version), pal="baremetal"),
-           *component.adapter_units(component.wheel_header_flags(system=False),
-                                    component.baremetal_defines(version), CXX_IDF, pal="baremetal")]
+    strict = component.adapter_units(component.wheel_header_flags(system=True),
+                                     component.baremetal_defines(version), pal="baremetal")
+    idf = component.adapter_units(component.wheel_header_flags(system=False),
+                                  component.baremetal_defines(version), CXX_IDF, pal="baremetal")
+    cxx = [*(dataclasses.replace(u, label=f"{u.source} [strict]") for u in strict),
+           *(dataclasses.replace(u, label=f"{u.source} [as ESP-IDF]") for u in idf)]
     return c, cxx
 
 
