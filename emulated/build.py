@@ -88,7 +88,7 @@ def _obj_root() -> Path:
 
 def _unit_key(target: Target, unit: Unit, cmd_prefix: Sequence[str]) -> str:
     h = hashlib.sha256()
-    h.update(repr((target, list(cmd_prefix), targets._compiler_version(cmd_prefix[0]))).encode())
+    h.update(repr((target, list(cmd_prefix), targets.compiler_version(cmd_prefix[0]))).encode())
     for p in (unit.source, *unit.inputs):
         h.update(p.name.encode())
         h.update(_file_hash(p).encode())

@@ -129,12 +129,8 @@ def zoo_model(name: str, n_cases: int = 3) -> StackModel:
                       tuple(tuple(_numpy(x) for x in b) for b in batches))
 
 
-def all_models() -> list[StackModel]:
-    """Each example's model, then the zoo's CPU-island models."""
-    return [*(example_model(p) for p in EXAMPLES), *(zoo_model(n) for n in ZOO_MODELS)]
-
-
 def model_names() -> list[str]:
+    """Each example's model, then the zoo's CPU-island models."""
     return [*(p.stem for p in EXAMPLES), *ZOO_MODELS]
 
 

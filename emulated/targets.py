@@ -16,10 +16,10 @@ semihosting, and exit with ``main``'s return value; a trap exits with ``EMU_EXIT
   with picolibc and its libstdc++, run on ``qemu-system-arm -M mps2-an500`` with semihosting.
   The one C++ target (Debian ships no libstdc++ for the other two): it runs ExecuTorch's runtime
   with the whole component (``emulated/mcu_stack.py``), and the golden suite like the others
-  (``emulated/cortex_m/emu_glue.c`` puts the harness on picolibc's stdio).  picolibc's semihosting crt0 starts it,
-  its stdio prints and ``main``'s return value is the exit status; a fault prints
-  ``ARM fault: ...`` and exits 1.  Memory: 4 MiB at 0 (code, read-only data: the "flash") and
-  4 MiB at 0x20000000 (data, heap, stack).
+  (``emulated/cortex_m/emu_glue.c`` puts the harness on picolibc's stdio).  picolibc's
+  semihosting crt0 starts it, its stdio prints and ``main``'s return value is the exit status; a
+  fault prints ``ARM fault: ...`` and exits 1.  Memory: 4 MiB at 0 (code, read-only data: the
+  "flash") and 4 MiB at 0x20000000 (data, heap, stack).
 
 Two hosted records run the same programs natively under AddressSanitizer and UBSan:
 ``host32`` (``gcc -m32``, gcc-multilib: 32-bit ``size_t``) and ``host64``; there every buffer
@@ -188,12 +188,12 @@ def require_tools(target: Target, *, emulator: bool = True) -> None:
 
 
 @functools.cache
-def _missing_cxx_library(target: Target) -> list[str]:
+def _missing_cxx_library(target: Target) -> tuple[str, ...]:
     """The C++ library's <cstddef>, when the compiler is there but its library is not."""
     r = subprocess.run([target.cxx, *target.cflags, *target.cxxflags, "-x", "c++", "-E", "-o",
                         os.devnull, "-"], input="#include <cstddef>\n", capture_output=True,
                        text=True, check=False)
-    return [] if r.returncode == 0 else [f"the C++ library of {target.cxx} (<cstddef>)"]
+    return () if r.returncode == 0 else (f"the C++ library of {target.cxx} (<cstddef>)",)
 
 
 def engine_sources() -> list[Path]:
@@ -213,7 +213,8 @@ def cache_dir() -> Path:
     return base
 
 
-def _compiler_version(cc: str) -> str:
+@functools.cache
+def compiler_version(cc: str) -> str:
     r = subprocess.run([cc, "--version"], capture_output=True, text=True, check=False)
     return r.stdout.splitlines()[0] if r.stdout else cc
 
@@ -223,7 +224,7 @@ def _hash(target: Target, sources: Sequence[Path], includes: Sequence[Path],
     """Content hash: file names and bytes (not paths, so generated files in temporary
     directories still hit the cache), flags, the target record and the compiler version."""
     h = hashlib.sha256()
-    h.update(repr((target, list(flags), _compiler_version(target.cc))).encode())
+    h.update(repr((target, list(flags), compiler_version(target.cc))).encode())
     headers = sorted({p for d in includes for p in d.glob("*.h")})
     files = [*sources, *target.runtime, *headers, *target_link_scripts(target)]
     for p in sorted(files, key=lambda q: (q.name, str(q))):

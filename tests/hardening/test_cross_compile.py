@@ -8,7 +8,8 @@ accepts fails here, as it would under ESP-IDF's -Werror=all.
   EspnnModel, the memory policy's core and ESP-IDF world, the ESP-IDF PAL) with ESP_PLATFORM,
   an sdkconfig.h resolved from the Kconfig and the stand-in ESP-IDF headers;
 - the bare-metal world: the same component with the host ESP-NN kernels, the memory policy's
-  C-library-heap world and the bare-metal PAL (what tests/hardening/test_mcu_stack.py runs);
+  C-library-heap world and the bare-metal PAL (what tests/hardening/test_mcu_stack.py runs), and
+  the engine's command-line tool (not firmware, but plain C under the same rule);
 - the generated files: model_pte.h (through the emulated firmware's application, which includes
   it as a sketch does), model_pte_data.S, and a selective kernel registration.
 
@@ -41,8 +42,9 @@ NOT_FIRMWARE = {
     "pal/espnn_pal_host.cpp": "the host board's PAL",
     "runtime/espnn_host_api.cpp": "the host library's measurement entry points",
     "runtime/host_runner.cpp": "the host runner",
-    "engine/tools/espnn_run.c": "a host tool",
 }
+# Not firmware, but held to the same rule (the engine's command-line tool: plain C).
+TOOLS = (COMPONENT / "engine" / "tools" / "espnn_run.c",)
 # Operators whose registration the gate compiles: portable (three namespaces) and quantized.
 REGISTERED = ("aten::abs.out", "aten::sub.out", "aten::cumsum.out",
               "dim_order_ops::_to_dim_order_copy.out",
@@ -84,7 +86,9 @@ def idf_world(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Unit], lis
 def baremetal_world() -> tuple[list[Unit], list[Unit]]:
     """(C units, C++ units) of the bare-metal firmware's component."""
     kernels = component.Kernels()
-    c = [*component.engine_units(kernels), *kernels.units(), *component.memory_units("host")]
+    engine = component.engine_units(kernels)
+    tools = [Unit(t, engine[0].flags) for t in TOOLS]
+    c = [*engine, *kernels.units(), *component.memory_units("host"), *tools]
     version = component.wheel_executorch_version()
     strict = component.adapter_units(component.wheel_header_flags(system=True),
                                      component.baremetal_defines(version), pal="baremetal")
