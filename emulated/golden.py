@@ -58,7 +58,7 @@ def make_case(name: str, payload: bytes, inputs: Sequence[npt.NDArray[np.generic
     return GoldenCase(name, payload, ins, outs, multibyte, ram)
 
 
-def _c_string(data: bytes) -> str:
+def c_string(data: bytes) -> str:
     """Adjacent string literals of \\xHH escapes: compiles much faster than {0x.., ...}."""
     if not data:
         return '""'
@@ -84,7 +84,7 @@ def render(cases: Iterable[GoldenCase], source: str) -> str:
         lstrip_blocks=True,
         autoescape=False,
     )
-    env.filters["c_string"] = _c_string
+    env.filters["c_string"] = c_string
     pool = _align16(max(c.ram_bytes for c in cases) + 256)
     return env.get_template("golden_cases.c.j2").render(cases=cases, source=source,
                                                         pool_bytes=pool)

@@ -1,6 +1,6 @@
 """Build C programs for the emulated 32-bit targets and run them under QEMU.
 
-Two targets, one record each (add a target by adding a record):
+Three targets, one record each (add a target by adding a record):
 
 - ``rv32imac``: ``riscv64-unknown-elf-gcc -march=rv32imac -mabi=ilp32`` with picolibc's libc,
   run on ``qemu-system-riscv32 -M virt -bios none`` with semihosting.  QEMU's RISC-V emulation
@@ -12,6 +12,15 @@ Two targets, one record each (add a target by adding a record):
 Both use our own startup code and linker script (``emulated/<arch>/``), print through
 semihosting, and exit with ``main``'s return value; a trap exits with ``EMU_EXIT_TRAP``.
 
+- ``cortex-m7``: ``arm-none-eabi-gcc``/``g++`` (Thumb-2, FPv5 double-precision FPU, hard float)
+  with picolibc and its libstdc++, run on ``qemu-system-arm -M mps2-an500`` with semihosting.
+  The one C++ target (Debian ships no libstdc++ for the other two): it runs ExecuTorch's runtime
+  with the whole component (``emulated/mcu_stack.py``), and the golden suite like the others
+  (``emulated/cortex_m/emu_glue.c`` puts the harness on picolibc's stdio).  picolibc's
+  semihosting crt0 starts it, its stdio prints and ``main``'s return value is the exit status; a
+  fault prints ``ARM fault: ...`` and exits 1.  Memory: 4 MiB at 0 (code, read-only data: the
+  "flash") and 4 MiB at 0x20000000 (data, heap, stack).
+
 Two hosted records run the same programs natively under AddressSanitizer and UBSan:
 ``host32`` (``gcc -m32``, gcc-multilib: 32-bit ``size_t``) and ``host64``; there every buffer
 the engine gets is its own exact-size allocation (``EMU_HOSTED``), and UBSan's alignment
@@ -22,6 +31,7 @@ Builds are cached by a hash of every source, flag and compiler version, under
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
@@ -67,13 +77,16 @@ class Target:
     qemu: tuple[str, ...]  # the command up to (not including) the ELF path; () runs natively
     packages: tuple[str, ...]  # Debian packages providing cc, libc and qemu
     env: tuple[tuple[str, str], ...] = ()
+    cxx: str = ""  # the C++ compiler, when the target has a C++ library
+    cxxflags: tuple[str, ...] = ()  # C++-only flags after cflags
 
     @property
     def emulated(self) -> bool:
         return bool(self.qemu)
 
-    def tools(self) -> tuple[str, ...]:
-        return (self.cc, self.qemu[0]) if self.qemu else (self.cc,)
+    def tools(self, *, emulator: bool = True) -> tuple[str, ...]:
+        compilers = (self.cc, self.cxx) if self.cxx else (self.cc,)
+        return (*compilers, self.qemu[0]) if self.qemu and emulator else compilers
 
 
 RV32 = Target(
@@ -127,19 +140,60 @@ HOST64 = Target(
     env=tuple(SANITIZER_ENV.items()),
 )
 
+# The MPS2 AN500 memory map QEMU emulates: SSRAM1 (4 MiB at 0) holds code and read-only data,
+# SSRAM2/3 (4 MiB at 0x20000000) the rest; picolibc's linker script takes these as symbols.  The
+# stack grows down from the top of RAM, the heap up from the end of .bss (picolibc keeps the
+# 2 KiB below the stack out of the heap; nothing else bounds the stack, as on the chip).
+_MPS2_AN500_MEMORY = ("-Wl,--defsym=__flash=0x0", "-Wl,--defsym=__flash_size=0x400000",
+                      "-Wl,--defsym=__ram=0x20000000", "-Wl,--defsym=__ram_size=0x400000")
+
+CORTEX_M7 = Target(
+    name="cortex-m7",
+    cc="arm-none-eabi-gcc",
+    cxx="arm-none-eabi-g++",
+    # -Os as firmware is built (ESP-IDF's default optimisation is for size too)
+    cflags=("-Os", "-g", "-ffunction-sections", "-fdata-sections", "-mcpu=cortex-m7", "-mthumb",
+            "-mfloat-abi=hard", "-mfpu=fpv5-d16",
+            "--specs=/usr/lib/picolibc/arm-none-eabi/picolibcpp.specs"),
+    cxxflags=("-fno-exceptions", "-fno-rtti"),
+    # without picolibc's semihosting crt0 a program never exits and QEMU runs until the timeout
+    ldflags=("--oslib=semihost", "--crt0=semihost", "-Wl,--gc-sections", *_MPS2_AN500_MEMORY),
+    runtime=(EMU / "cortex_m" / "emu_glue.c", EMU / "common" / "emu_print.c"),
+    qemu=("qemu-system-arm", "-M", "mps2-an500", "-cpu", "cortex-m7", "-nographic", "-monitor",
+          "none", "-semihosting-config", "enable=on,target=native", "-kernel"),
+    packages=("gcc-arm-none-eabi", "picolibc-arm-none-eabi", "libstdc++-arm-none-eabi-picolibc",
+              "qemu-system-arm"),
+)
+
+# The engine's golden-suite targets (tests/hardening/test_emulated.py runs every one).
 TARGETS: dict[str, Target] = {t.name: t for t in (RV32, LX106, HOST32, HOST64)}
 EMULATED: dict[str, Target] = {n: t for n, t in TARGETS.items() if t.emulated}
+# The 32-bit bare-metal cross compilers every firmware source must build with (the
+# cross-compile gate, tests/hardening/test_cross_compile.py); only cortex-m7 compiles C++.
+CROSS: dict[str, Target] = {t.name: t for t in (RV32, LX106, CORTEX_M7)}
 
 
-def require_tools(target: Target) -> None:
-    """Raise ToolMissing (never skip) when a tool of ``target`` is not installed."""
-    missing = [tool for tool in target.tools() if shutil.which(tool) is None]
+def require_tools(target: Target, *, emulator: bool = True) -> None:
+    """Raise ToolMissing (never skip) when a tool of ``target`` is not installed (its compilers
+    only, with ``emulator=False``)."""
+    missing = [tool for tool in target.tools(emulator=emulator) if shutil.which(tool) is None]
     specs = [f for f in target.cflags if f.startswith("--specs=")]
     missing += [s.split("=", 1)[1] for s in specs if not Path(s.split("=", 1)[1]).exists()]
+    if target.cxx and shutil.which(target.cxx) and not missing:
+        missing += _missing_cxx_library(target)
     if missing:
         raise ToolMissing(
             f"{target.name}: {', '.join(missing)} not found; install the Debian packages "
             f"{' '.join(target.packages)} (.ci/run does)")
+
+
+@functools.cache
+def _missing_cxx_library(target: Target) -> tuple[str, ...]:
+    """The C++ library's <cstddef>, when the compiler is there but its library is not."""
+    r = subprocess.run([target.cxx, *target.cflags, *target.cxxflags, "-x", "c++", "-E", "-o",
+                        os.devnull, "-"], input="#include <cstddef>\n", capture_output=True,
+                       text=True, check=False)
+    return () if r.returncode == 0 else (f"the C++ library of {target.cxx} (<cstddef>)",)
 
 
 def engine_sources() -> list[Path]:
@@ -159,7 +213,8 @@ def cache_dir() -> Path:
     return base
 
 
-def _compiler_version(cc: str) -> str:
+@functools.cache
+def compiler_version(cc: str) -> str:
     r = subprocess.run([cc, "--version"], capture_output=True, text=True, check=False)
     return r.stdout.splitlines()[0] if r.stdout else cc
 
@@ -169,7 +224,7 @@ def _hash(target: Target, sources: Sequence[Path], includes: Sequence[Path],
     """Content hash: file names and bytes (not paths, so generated files in temporary
     directories still hit the cache), flags, the target record and the compiler version."""
     h = hashlib.sha256()
-    h.update(repr((target, list(flags), _compiler_version(target.cc))).encode())
+    h.update(repr((target, list(flags), compiler_version(target.cc))).encode())
     headers = sorted({p for d in includes for p in d.glob("*.h")})
     files = [*sources, *target.runtime, *headers, *target_link_scripts(target)]
     for p in sorted(files, key=lambda q: (q.name, str(q))):

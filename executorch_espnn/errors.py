@@ -57,3 +57,7 @@ class QuantizerConfigError(EspNNError):
 
 class DelegateInputError(EspNNError, ValueError):
     """Arrays passed to a delegate (reference or host run) do not match its inputs."""
+
+
+class RuntimeSourcesError(EspNNError):
+    """The ExecuTorch runtime source list or the source trees it points into are not usable."""

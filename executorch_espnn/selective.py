@@ -26,6 +26,7 @@ only their objects.  Never link it next to a library that registers all kernels 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -242,3 +243,10 @@ def generate(
 def selected_operators(path: Path) -> list[str]:
     """The operator names of a selected_operators.yaml, sorted."""
     return sorted(read_selection(path)["operators"])
+
+
+def registered_kernels(registration: Path) -> list[str]:
+    """The operators a generated ``RegisterCodegenUnboxedKernels.cpp`` registers, one entry per
+    kernel, in order: the kernel table of the runtime needs ``len()`` slots (ExecuTorch's
+    ``MAX_KERNEL_NUM``; its default of 2000 costs 24 KB of RAM on a 32-bit chip)."""
+    return re.findall(r'Kernel\(\s*"([^"]+)"', registration.read_text(encoding="utf-8"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -93,3 +94,25 @@ def run_driver(exe: Path, commands: Sequence[str]) -> list[str]:
     )
     assert proc.returncode == 0, f"driver failed ({proc.returncode}): {proc.stderr}"
     return proc.stdout.splitlines()
+
+
+def cmake() -> str:
+    return str(Path(sys.executable).with_name("cmake"))
+
+
+def idf_registration(tmp_path: Path, *, pal: bool, early: bool = False) -> dict[str, list[list[str]]]:
+    """Run the component's CMakeLists as ESP-IDF would; NAME -> list of recorded calls."""
+    out = tmp_path / f"record-{pal}-{early}.txt"
+    cmd = [cmake(), f"-DCOMPONENT_DIR={COMPONENT}", f"-DOUT={out}"]
+    cmd += ["-DPAL=ON"] if pal else []
+    cmd += ["-DEARLY=ON"] if early else []
+    proc = subprocess.run(
+        [*cmd, "-P", str(CDIR / "fake_idf.cmake")], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    calls: dict[str, list[list[str]]] = {}
+    for line in out.read_text().splitlines():
+        name, _, value = line.partition("=")
+        calls.setdefault(name, []).append([v for v in value.split(";") if v])
+    assert calls["DONE"] == [["1"]]
+    return calls

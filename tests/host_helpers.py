@@ -204,11 +204,13 @@ def delegated_pte(
     return bytes(program.buffer)
 
 
-def render_model(pte: bytes, out: Path, *, edit: dict[str, Any] | None = None) -> Path:
+def render_model(pte: bytes, out: Path, *, edit: dict[str, Any] | None = None,
+                 sizes: Any = None) -> Path:
     """Write model.pte and the generated header/data the PlatformIO model step writes, with
-    the sizes measured by host.measure (nobody guesses); returns the folder to pass as
-    ESPNN_MODEL_DIR.  `edit` overrides fields ("sizes.arena_bytes", "inputs.0.scale", ...)
-    to make the inconsistent headers the runtime must refuse."""
+    the sizes measured by host.measure (nobody guesses) or, for another target, ``sizes`` (a
+    host.PteSizes measured there); returns the folder to pass as ESPNN_MODEL_DIR.  `edit`
+    overrides fields ("sizes.arena_bytes", "inputs.0.scale", ...) to make the inconsistent
+    headers the runtime must refuse."""
     import sys
 
     from executorch_espnn import host
@@ -223,10 +225,11 @@ def render_model(pte: bytes, out: Path, *, edit: dict[str, Any] | None = None) -
         sys.path.remove(builder)
     out.mkdir(parents=True, exist_ok=True)
     (out / "model.pte").write_bytes(pte)
-    sizes = host.measure(pte)
+    sizes = sizes if sizes is not None else host.measure(pte)
     info: dict[str, Any] = {
         "pte": pte_meta.read(pte).to_dict(),
-        "sizes": {**sizes.header_sizes(), "weights_bytes": sizes.delegate_weights_bytes},
+        "sizes": {**sizes.header_sizes(), "weights_bytes": sizes.delegate_weights_bytes,
+                  "pointer_bytes": sizes.pointer_bytes},
         "versions": {"executorch": host.executorch_version(), "package": __version__,
                      "format_major": FORMAT_MAJOR, "format_minor": FORMAT_MINOR},
     }

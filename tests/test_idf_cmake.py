@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import executorch.version
@@ -14,7 +13,8 @@ import pytest
 import yaml
 
 import executorch_espnn
-from tests.component_helpers import CDIR, COMPONENT, ROOT, STANDIN, write_sdkconfig
+from tests.component_helpers import COMPONENT, ROOT, STANDIN, write_sdkconfig
+from tests.component_helpers import idf_registration as register
 
 # Sources that only host builds may compile.
 HOST_ONLY = {
@@ -33,28 +33,6 @@ PAL_SYMBOLS = {
     "et_pal_allocate",
     "et_pal_free",
 }
-
-
-def cmake() -> str:
-    return str(Path(sys.executable).with_name("cmake"))
-
-
-def register(tmp_path: Path, *, pal: bool, early: bool = False) -> dict[str, list[list[str]]]:
-    """Run the component's CMakeLists as ESP-IDF would; NAME -> list of recorded calls."""
-    out = tmp_path / f"record-{pal}-{early}.txt"
-    cmd = [cmake(), f"-DCOMPONENT_DIR={COMPONENT}", f"-DOUT={out}"]
-    cmd += ["-DPAL=ON"] if pal else []
-    cmd += ["-DEARLY=ON"] if early else []
-    proc = subprocess.run(
-        [*cmd, "-P", str(CDIR / "fake_idf.cmake")], capture_output=True, text=True
-    )
-    assert proc.returncode == 0, proc.stderr
-    calls: dict[str, list[list[str]]] = {}
-    for line in out.read_text().splitlines():
-        name, _, value = line.partition("=")
-        calls.setdefault(name, []).append([v for v in value.split(";") if v])
-    assert calls["DONE"] == [["1"]]
-    return calls
 
 
 def rel(paths: list[str]) -> list[str]:

@@ -1,5 +1,7 @@
-"""The one PAL: exactly one definition of each et_pal_* function per world, the ESP-IDF PAL's
-behaviour on stand-in esp_timer/esp_log, and the host PAL taking over the wheel's runtime."""
+"""The one PAL: exactly one definition of each et_pal_* function per world (ESP-IDF, host, bare
+metal), the ESP-IDF PAL's behaviour on stand-in esp_timer/esp_log, and the host PAL taking over
+the wheel's runtime.  The bare-metal PAL runs under QEMU in tests/hardening/test_mcu_stack.py and
+is compiled for 32-bit in tests/hardening/test_cross_compile.py."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ ET = Path(executorch.version.__file__).parent  # executorch itself is a namespac
 ET_INCLUDE = ET / "include"
 PAL_IDF = COMPONENT / "pal" / "espnn_pal_idf.cpp"
 PAL_HOST = COMPONENT / "pal" / "espnn_pal_host.cpp"
+PAL_BAREMETAL = COMPONENT / "pal" / "espnn_pal_baremetal.cpp"
 SKIP_DIRS = {".git", ".venv", ".pio", "build", "__pycache__", "tests", ".mypy_cache"}
 SOURCE_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".h", ".hpp", ".inc", ".S"}
 
@@ -66,10 +69,10 @@ def test_platform_h_declares_the_seven_functions() -> None:
 def test_exactly_one_definition_of_each_function_per_world() -> None:
     defs = definitions()
     assert set(defs) == pal_functions(), "every et_pal_* function, and nothing else, is defined"
-    idf, host = PAL_IDF.relative_to(ROOT), PAL_HOST.relative_to(ROOT)
+    worlds = sorted(p.relative_to(ROOT) for p in (PAL_IDF, PAL_HOST, PAL_BAREMETAL))
     for name, files in defs.items():
-        # one in the firmware PAL, one in the host PAL, none anywhere else in the repository
-        assert sorted(files) == sorted([idf, host]), f"{name} defined in {files}"
+        # one in each world's PAL, none anywhere else in the repository
+        assert sorted(files) == worlds, f"{name} defined in {files}"
 
 
 def test_the_pal_source_lists_never_mix_worlds(tmp_path: Path) -> None:
@@ -78,6 +81,7 @@ def test_the_pal_source_lists_never_mix_worlds(tmp_path: Path) -> None:
         f'include("{COMPONENT}/pal/sources.cmake")\n'
         'message(STATUS "IDF=${ESPNN_PAL_IDF_SOURCES}")\n'
         'message(STATUS "HOST=${ESPNN_PAL_HOST_SOURCES}")\n'
+        'message(STATUS "BAREMETAL=${ESPNN_PAL_BAREMETAL_SOURCES}")\n'
         'message(STATUS "SYMS=${ESPNN_PAL_SYMBOLS}")\n'
     )
     out = subprocess.run(
@@ -86,6 +90,7 @@ def test_the_pal_source_lists_never_mix_worlds(tmp_path: Path) -> None:
     lists = dict(re.findall(r"-- (\w+)=(.*)", out))
     assert lists["IDF"].split(";") == [str(PAL_IDF)]
     assert lists["HOST"].split(";") == [str(PAL_HOST)]
+    assert lists["BAREMETAL"].split(";") == [str(PAL_BAREMETAL)]
     assert set(lists["SYMS"].split(";")) == pal_functions()
 
 

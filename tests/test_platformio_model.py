@@ -147,7 +147,8 @@ def test_4mb_model_data_assembles_in_about_a_second(tmp_path: Path) -> None:
         "pte": {"size": len(data), "sha256": "0" * 64, "method": "forward", "planned_bytes": 64,
                 "planned_buffers": [64], "delegates": [], "inputs": [tensor], "outputs": [tensor]},
         "sizes": {k: 0 for k in ("arena_bytes", "state_bytes", "weights_bytes",
-                                 "method_allocator_bytes", "temp_allocator_bytes")} | {"planned_bytes": 64},
+                                 "method_allocator_bytes", "temp_allocator_bytes")}
+        | {"planned_bytes": 64, "pointer_bytes": 8},
         "versions": {"executorch": "1.5.1", "package": "0.1.0", "format_major": "2", "format_minor": "0"},
     }
     render.write_all(info, out)
@@ -167,3 +168,59 @@ def test_4mb_model_data_assembles_in_about_a_second(tmp_path: Path) -> None:
     got = subprocess.run([str(tmp_path / "m")], capture_output=True, text=True, check=True).stdout
     assert got.split() == [str(len(data)), str(data[12345]), "0"]
     assert elapsed < 2.0, f"assembling 4 MB took {elapsed:.2f} s"
+
+
+def test_esp_summary_says_when_pools_are_64_bit_upper_bounds() -> None:
+    """The build's memory line for an ESP board states when its pool figures were measured with
+    8-byte pointers (upper bounds for the 32-bit chip); the host board's line does not."""
+    sys.path.insert(0, str(h.ROOT / "builder"))
+    try:
+        from espnn_pio import report
+    finally:
+        sys.path.pop(0)
+    sizes = {"arena_bytes": 1024, "state_bytes": 800, "planned_bytes": 64, "weights_bytes": 0,
+             "method_allocator_bytes": 368, "temp_allocator_bytes": 0}
+    info = {"pte": {"size": 2048, "sha256": "0" * 64, "delegates": ["EspNNDelegateBackend"]},
+            "ops": {"delegated": 3, "cpu": 0, "cpu_list": [], "partitions": 1}, "warnings": []}
+    budget = report.RamBudget(needed=2256, available=300_000, source="board", policy="auto")
+    note = ("  (state, method and temp allocator measured with 8-byte pointers on this computer: upper "
+            "bounds for the 32-bit chip)")
+    esp64 = report.summary_lines({**info, "sizes": {**sizes, "pointer_bytes": 8}}, budget)
+    assert note in esp64
+    assert note not in report.summary_lines({**info, "sizes": {**sizes, "pointer_bytes": 8}}, None)
+    esp32 = report.summary_lines({**info, "sizes": {**sizes, "pointer_bytes": 4}}, budget)
+    assert not [ln for ln in esp32 if "pointers" in ln]
+
+
+def test_header_sized_for_32_bit_refuses_a_64_bit_build(tmp_path: Path) -> None:
+    """model_pte.h says which pointer size its pools were measured with; one measured on a
+    32-bit target stops a 64-bit build (its pools would be too small) and states it."""
+    sys.path.insert(0, str(h.ROOT / "builder"))
+    try:
+        from espnn_pio import render
+    finally:
+        sys.path.pop(0)
+    out = tmp_path / "executorch"
+    out.mkdir()
+    (out / "model.pte").write_bytes(b"\0" * 64)
+    tensor = {"name": "x", "dtype": 5, "dtype_name": "float32", "dims": [1, 8], "numel": 8,
+              "nbytes": 32, "scale": 0.0, "zero_point": 0}
+    info = {
+        "pte": {"size": 64, "sha256": "0" * 64, "method": "forward", "planned_bytes": 64,
+                "planned_buffers": [64], "delegates": [], "inputs": [tensor], "outputs": [tensor]},
+        "sizes": {"arena_bytes": 0, "state_bytes": 392, "weights_bytes": 0, "planned_bytes": 64,
+                  "method_allocator_bytes": 228, "temp_allocator_bytes": 0, "pointer_bytes": 4},
+        "versions": {"executorch": "1.5.1", "package": "0.1.0", "format_major": "2", "format_minor": "0"},
+    }
+    render.write_all(info, out)
+    header = (out / "espnn_model" / "model_pte.h").read_text()
+    assert "measured with\n * 4-byte pointers, as a 32-bit chip uses them" in header
+    main = tmp_path / "main.c"
+    main.write_text('#include "model_pte.h"\nint main(void) { return (int)model_pte.size; }\n')
+    cmd = ["gcc", "-std=c11", "-Wall", "-Werror", f"-I{out / 'espnn_model'}",
+           f"-I{h.ROOT / 'espnn_component' / 'include'}", "-fsyntax-only", str(main)]
+    r64 = subprocess.run(cmd, capture_output=True, text=True)
+    assert r64.returncode != 0
+    assert "model_pte.h was sized for a 32-bit target; generate it again for this 64-bit build" in r64.stderr
+    r32 = subprocess.run([*cmd, "-m32"], capture_output=True, text=True)
+    assert r32.returncode == 0, r32.stderr

@@ -138,7 +138,8 @@ def measure_pools(pte: bytes, method: str) -> dict[str, int]:
         "builds executorch_espnn's host library, about a minute) ..."
     )
     try:
-        sizes: dict[str, int] = host.measure(pte, method=method).header_sizes()
+        measured = host.measure(pte, method=method)
+        sizes: dict[str, int] = {**measured.header_sizes(), "pointer_bytes": measured.pointer_bytes}
     except EspNNError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise StepFailure(f"measuring the model's memory pools failed: {first}") from exc

@@ -52,7 +52,8 @@ def _ops(report: dict[str, Any], key: str) -> list[dict[str, Any]]:
 def model_info(
     meta: Any, report: dict[str, Any], versions: dict[str, str], measured: dict[str, int]
 ) -> dict[str, Any]:
-    """`measured`: executorch_espnn.host.measure(pte).header_sizes(), the exact pool sizes."""
+    """`measured`: executorch_espnn.host.measure(pte).header_sizes(), the exact pool sizes, and
+    "pointer_bytes", the pointer size of the build that measured them."""
     pte = meta.to_dict()
     mem = report.get("memory") if isinstance(report.get("memory"), dict) else report
     assert isinstance(mem, dict)
@@ -73,6 +74,7 @@ def model_info(
     # Pools from the measurement (what EspnnModel allocates), weights from the lowering
     # report (they stay in the .pte, in flash).
     sizes = {name: int(measured[name]) for name in POOL_FIELDS}
+    sizes["pointer_bytes"] = int(measured["pointer_bytes"])
     sizes["weights_bytes"] = _int(mem, "weights_bytes")
     return {
         "pte": pte,

@@ -55,6 +55,11 @@ def summary_lines(info: dict[str, Any], budget: RamBudget | None) -> list[str]:
         f"temp {_kib(s['temp_allocator_bytes'])}, "
         f"weights {_kib(s['weights_bytes'])} (in flash, used in place)"
     )
+    if budget is not None and int(s.get("pointer_bytes", 4)) > 4:
+        lines.append(
+            f"  (state, method and temp allocator measured with {s['pointer_bytes']}-byte pointers on "
+            "this computer: upper bounds for the 32-bit chip)"
+        )
     if budget is None:
         lines.append(f"  RAM: {_kib(ram_needed(info))} needed (host board: no internal RAM limit)")
     elif budget.available:

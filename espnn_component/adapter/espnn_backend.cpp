@@ -8,6 +8,7 @@
  *
  * Every log line is built from ASCII literals, numbers and the engine's static field names.
  */
+#include <cinttypes>
 #include <new>
 #include <stdio.h>
 #include <stdint.h>
@@ -224,18 +225,18 @@ bool check_argument(const Delegate &d, const et::EValue *value, int is_output, u
     const char *role = is_output ? "output" : "input";
     espnn_io_info_t io;
     if (espnn_io_info(&d.model, is_output, index, &io) != ESPNN_OK) {
-        report_error("execute: the payload has no %s %u", role, index);
+        report_error("execute: the payload has no %s %" PRIu32, role, index);
         return false;
     }
     if (value == nullptr || !value->isTensor()) {
-        report_error("execute: delegate %s %u is not a tensor (EValue tag %d); the payload expects a "
+        report_error("execute: delegate %s %" PRIu32 " is not a tensor (EValue tag %d); the payload expects a "
                      "%s tensor",
                      role, index, value == nullptr ? -1 : static_cast<int>(value->tag), dtype_name(io.dtype));
         return false;
     }
     const Tensor &t = value->toTensor();
     if (!dtype_matches(io.dtype, t.scalar_type())) {
-        report_error("execute: delegate %s %u is %s, the payload expects %s", role, index,
+        report_error("execute: delegate %s %" PRIu32 " is %s, the payload expects %s", role, index,
                      scalar_type_name(t.scalar_type()), dtype_name(io.dtype));
         return false;
     }
@@ -249,7 +250,7 @@ bool check_argument(const Delegate &d, const et::EValue *value, int is_output, u
     if (!same_shape) {
         format_list(sizes, sizes.size(), got, sizeof got);
         format_list(io.dims, io.rank, want, sizeof want);
-        report_error("execute: delegate %s %u has shape %s, the payload expects %s", role, index, got,
+        report_error("execute: delegate %s %" PRIu32 " has shape %s, the payload expects %s", role, index, got,
                      want);
         return false;
     }
@@ -257,7 +258,7 @@ bool check_argument(const Delegate &d, const et::EValue *value, int is_output, u
     for (size_t i = 0; i < order.size(); ++i) {
         if (order[i] != i) {
             format_list(order, order.size(), got, sizeof got);
-            report_error("execute: delegate %s %u has dim order %s (e.g. channels-last); the payload "
+            report_error("execute: delegate %s %" PRIu32 " has dim order %s (e.g. channels-last); the payload "
                          "reads contiguous tensors in the default dim order: make the tensor "
                          "contiguous before it reaches the delegate",
                          role, index, got);
@@ -265,13 +266,13 @@ bool check_argument(const Delegate &d, const et::EValue *value, int is_output, u
         }
     }
     if (t.nbytes() != io.nbytes) {
-        report_error("execute: delegate %s %u holds %lu bytes, the payload expects %lu", role, index,
+        report_error("execute: delegate %s %" PRIu32 " holds %lu bytes, the payload expects %lu", role, index,
                      static_cast<unsigned long>(t.nbytes()), static_cast<unsigned long>(io.nbytes));
         return false;
     }
     void *ptr = t.mutable_data_ptr();
     if (ptr == nullptr && io.nbytes != 0) {
-        report_error("execute: delegate %s %u has no data pointer", role, index);
+        report_error("execute: delegate %s %" PRIu32 " has no data pointer", role, index);
         return false;
     }
     *data = ptr;
@@ -400,8 +401,8 @@ class EspNNDelegateBackend final : public et::BackendInterface {
         const uint32_t n_in = d->model.info.n_inputs;
         const uint32_t n_out = d->model.info.n_outputs;
         if (args.size() != static_cast<size_t>(n_in) + n_out) {
-            report_error("execute: the delegate call has %lu arguments, the payload has %u inputs and %u "
-                         "outputs",
+            report_error("execute: the delegate call has %lu arguments, the payload has %" PRIu32
+                         " inputs and %" PRIu32 " outputs",
                          static_cast<unsigned long>(args.size()), n_in, n_out);
             return et::Error::InvalidArgument;
         }
@@ -420,7 +421,7 @@ class EspNNDelegateBackend final : public et::BackendInterface {
             const int is_output = k >= n_in ? 1 : 0;
             const uint32_t index = is_output ? k - n_in : k;
             if (espnn_set_io(&d->model, is_output, index, ptrs[k], sizes[k]) != ESPNN_OK) {
-                report_error("execute: the engine refused %s %u", is_output ? "output" : "input", index);
+                report_error("execute: the engine refused %s %" PRIu32, is_output ? "output" : "input", index);
                 return et::Error::InvalidArgument;
             }
         }

@@ -10,6 +10,17 @@
  *                               used in place (plain desktop builds).
  *   ESPNN_ET_SERIALIZE          1: binding and espnn_invoke() run under one process-wide
  *                               mutex, because ESP-NN keeps its scratch pointers in globals.
+ *   ESPNN_ET_LOCKS              the lock behind espnn_lock.h, chosen at compile time:
+ *                                 ESPNN_ET_LOCKS_FREERTOS  statically allocated FreeRTOS mutexes
+ *                                                          (the default on ESP-IDF, ESP_PLATFORM)
+ *                                 ESPNN_ET_LOCKS_STD       std::mutex (the default elsewhere:
+ *                                                          hosts with threads)
+ *                                 ESPNN_ET_LOCKS_NONE      no lock at all, for a single-threaded
+ *                                                          bare-metal firmware (no RTOS, no
+ *                                                          threads, no model run from an
+ *                                                          interrupt): its C++ library has no
+ *                                                          std::mutex, and nothing can race
+ *                                 e.g. -DESPNN_ET_LOCKS=ESPNN_ET_LOCKS_NONE
  */
 #ifndef ESPNN_ET_CONFIG_H
 #define ESPNN_ET_CONFIG_H
@@ -28,10 +39,21 @@
 #endif
 #endif
 
-#if defined(ESP_PLATFORM) && !defined(ESPNN_ET_HOST_LOCKS)
-#define ESPNN_ET_FREERTOS_LOCKS 1
+#define ESPNN_ET_LOCKS_NONE 0
+#define ESPNN_ET_LOCKS_STD 1
+#define ESPNN_ET_LOCKS_FREERTOS 2
+
+#ifndef ESPNN_ET_LOCKS
+#if defined(ESP_PLATFORM)
+#define ESPNN_ET_LOCKS ESPNN_ET_LOCKS_FREERTOS
 #else
-#define ESPNN_ET_FREERTOS_LOCKS 0
+#define ESPNN_ET_LOCKS ESPNN_ET_LOCKS_STD
+#endif
+#endif
+
+#if ESPNN_ET_LOCKS != ESPNN_ET_LOCKS_NONE && ESPNN_ET_LOCKS != ESPNN_ET_LOCKS_STD && \
+    ESPNN_ET_LOCKS != ESPNN_ET_LOCKS_FREERTOS
+#error "ESPNN_ET_LOCKS must be ESPNN_ET_LOCKS_NONE, ESPNN_ET_LOCKS_STD or ESPNN_ET_LOCKS_FREERTOS"
 #endif
 
 #endif /* ESPNN_ET_CONFIG_H */

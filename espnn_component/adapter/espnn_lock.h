@@ -1,6 +1,7 @@
 /*
  * Process-wide locks of the adapter, behind one tiny interface so the same code runs on the
- * host (std::mutex) and on FreeRTOS (a statically allocated mutex semaphore).
+ * host (std::mutex), on FreeRTOS (a statically allocated mutex semaphore) and single-threaded
+ * on bare metal (no lock); ESPNN_ET_LOCKS in espnn_et_config.h chooses at compile time.
  *
  *   kExecute  held around binding I/O and espnn_invoke(): ESP-NN's scratch pointers are
  *             globals, so two delegates may never run at once (ESPNN_ET_SERIALIZE).

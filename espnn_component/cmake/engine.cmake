@@ -10,7 +10,9 @@
 #
 # Variables set for both:
 #   ESPNN_ENGINE_SRCS, ESPNN_ENGINE_INCLUDE_DIRS (public), ESPNN_ENGINE_PRIV_INCLUDE_DIRS,
-#   ESPNN_HOST_KERNEL_SRCS, ESPNN_HOST_KERNEL_INCLUDE_DIRS, ESPNN_RUN_SRCS (the espnn_run tool)
+#   ESPNN_HOST_KERNEL_SRCS, ESPNN_HOST_KERNEL_INCLUDE_DIRS, ESPNN_RUN_SRCS (the espnn_run tool),
+#   ESPNN_ESP_NN_ANSI_KERNELS (ESP-NN's ANSI C kernels the engine calls, relative to an ESP-NN
+#   checkout; its include dirs: include and src/common)
 
 set(_espnn_root ${CMAKE_CURRENT_LIST_DIR}/..)
 
@@ -55,6 +57,16 @@ set(ESPNN_HOST_KERNEL_SRCS
     ${_espnn_root}/host_espnn/src/softmax_s8.c)
 set(ESPNN_HOST_KERNEL_INCLUDE_DIRS ${_espnn_root}/host_espnn/include)
 set(ESPNN_RUN_SRCS ${_espnn_root}/engine/tools/espnn_run.c)
+# ESP-NN's reference (ANSI C) kernels for exactly the functions the engine calls
+set(ESPNN_ESP_NN_ANSI_KERNELS
+    src/basic_math/esp_nn_add_ansi.c
+    src/basic_math/esp_nn_mul_ansi.c
+    src/convolution/esp_nn_conv_ansi.c
+    src/convolution/esp_nn_depthwise_conv_ansi.c
+    src/fully_connected/esp_nn_fully_connected_ansi.c
+    src/pooling/esp_nn_avg_pool_ansi.c
+    src/pooling/esp_nn_max_pool_ansi.c
+    src/softmax/esp_nn_softmax_ansi.c)
 
 if(NOT ESP_PLATFORM)
   set(ESPNN_ESP_NN_DIR "" CACHE PATH
@@ -66,16 +78,7 @@ if(NOT ESP_PLATFORM)
       message(FATAL_ERROR "ESPNN_ESP_NN_DIR=${ESPNN_ESP_NN_DIR} has no include/esp_nn.h: "
                           "point it at the root of an espressif/esp-nn checkout")
     endif()
-    # ESP-NN's reference (ANSI C) kernels for exactly the functions the engine calls
-    set(_espnn_kernel_srcs
-        ${ESPNN_ESP_NN_DIR}/src/basic_math/esp_nn_add_ansi.c
-        ${ESPNN_ESP_NN_DIR}/src/basic_math/esp_nn_mul_ansi.c
-        ${ESPNN_ESP_NN_DIR}/src/convolution/esp_nn_conv_ansi.c
-        ${ESPNN_ESP_NN_DIR}/src/convolution/esp_nn_depthwise_conv_ansi.c
-        ${ESPNN_ESP_NN_DIR}/src/fully_connected/esp_nn_fully_connected_ansi.c
-        ${ESPNN_ESP_NN_DIR}/src/pooling/esp_nn_avg_pool_ansi.c
-        ${ESPNN_ESP_NN_DIR}/src/pooling/esp_nn_max_pool_ansi.c
-        ${ESPNN_ESP_NN_DIR}/src/softmax/esp_nn_softmax_ansi.c)
+    list(TRANSFORM ESPNN_ESP_NN_ANSI_KERNELS PREPEND ${ESPNN_ESP_NN_DIR}/ OUTPUT_VARIABLE _espnn_kernel_srcs)
     add_library(espnn_kernels STATIC ${_espnn_kernel_srcs})
     target_include_directories(espnn_kernels
       PUBLIC ${ESPNN_ESP_NN_DIR}/include

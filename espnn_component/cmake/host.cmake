@@ -74,12 +74,8 @@ else()
                  "building only the runtime-allocator backend")
 endif()
 
-# --- the adapter, in its two memory modes ----------------------------------------------------
-set(ESPNN_ADAPTER_SOURCES
-  "${ESPNN_ROOT}/adapter/espnn_backend.cpp"
-  "${ESPNN_ROOT}/adapter/espnn_compat.cpp"
-  "${ESPNN_ROOT}/adapter/espnn_lock.cpp"
-  "${ESPNN_ROOT}/adapter/espnn_status.cpp")
+# --- the adapter, in its two memory modes (sources: cmake/adapter.cmake) ----------------------
+include("${ESPNN_ROOT}/cmake/adapter.cmake")
 set(ESPNN_PUBLIC_INCLUDE_DIRS "${ESPNN_ROOT}/include" ${ESPNN_ENGINE_INCLUDE_DIRS})
 
 function(espnn_add_adapter name)
@@ -111,8 +107,7 @@ add_library(executorch_espnn::backend ALIAS espnn_backend)
 set(ESPNN_INSTALL_TARGETS espnn_backend)
 
 if(ESPNN_HAVE_MEMORY_POLICY)
-  espnn_add_adapter(espnn_adapter_policy MEMORY_POLICY
-    SOURCES "${ESPNN_ROOT}/runtime/espnn_model.cpp")
+  espnn_add_adapter(espnn_adapter_policy MEMORY_POLICY SOURCES ${ESPNN_MODEL_SOURCES})
 
   # The host PAL (pal/sources.cmake) belongs to executables only: the Python library must
   # leave logging to the Python runtime's own PAL.

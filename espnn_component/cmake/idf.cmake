@@ -19,6 +19,7 @@
 set(ESPNN_ROOT "${CMAKE_CURRENT_LIST_DIR}/..")
 get_filename_component(ESPNN_ROOT "${ESPNN_ROOT}" ABSOLUTE)
 
+include("${ESPNN_ROOT}/cmake/adapter.cmake")
 include("${ESPNN_ROOT}/memory/sources.cmake")
 include("${ESPNN_ROOT}/pal/sources.cmake")
 
@@ -39,14 +40,8 @@ file(STRINGS "${ESPNN_ROOT}/include/espnn_version.h" _espnn_version_line
 string(REGEX MATCH "\"([0-9.]+)\"" _espnn_version_match "${_espnn_version_line}")
 set(ESPNN_COMPONENT_VERSION "${CMAKE_MATCH_1}")
 
-set(ESPNN_IDF_ADAPTER_SOURCES
-  "${ESPNN_ROOT}/adapter/espnn_backend.cpp"
-  "${ESPNN_ROOT}/adapter/espnn_compat.cpp"
-  "${ESPNN_ROOT}/adapter/espnn_lock.cpp"
-  "${ESPNN_ROOT}/adapter/espnn_status.cpp"
-  "${ESPNN_ROOT}/runtime/espnn_model.cpp")
-
-set(ESPNN_IDF_SOURCES ${ESPNN_ENGINE_SRCS} ${ESPNN_IDF_ADAPTER_SOURCES} ${ESPNN_MEM_IDF_SOURCES})
+set(ESPNN_IDF_SOURCES ${ESPNN_ENGINE_SRCS} ${ESPNN_ADAPTER_SOURCES} ${ESPNN_MODEL_SOURCES}
+                      ${ESPNN_MEM_IDF_SOURCES})
 if(CONFIG_ESPNN_ET_PROVIDE_PAL)
   list(APPEND ESPNN_IDF_SOURCES ${ESPNN_PAL_IDF_SOURCES})
 endif()

@@ -35,9 +35,9 @@ typedef struct espnn_pte_desc {
     uint16_t payload_format_minor;
     /* exact sizes, computed at build time */
     uint32_t arena_bytes;            /* sum over delegates of activation arenas (scratch included) */
-    uint32_t state_bytes;            /* sum over delegates of decoded engine state */
+    uint32_t state_bytes;            /* sum over delegates of decoded engine state and handles */
     uint32_t planned_bytes;          /* ExecuTorch memory-planned buffers (all mem ids) */
-    uint32_t method_allocator_bytes; /* Method metadata (measured on the 64-bit host: an upper bound on 32-bit) */
+    uint32_t method_allocator_bytes; /* Method metadata, for ESPNN_MODEL_SIZES_POINTER_BYTES pointers */
     uint32_t temp_allocator_bytes;
     uint32_t n_inputs;
     uint32_t n_outputs;

@@ -18,32 +18,7 @@
 
 #include "espnn_config.h"
 #include "espnn_mem.h"
-
-namespace {
-
-const char *base_name(const char *path) {
-    if (path == nullptr) {
-        return "?";
-    }
-    const char *slash = std::strrchr(path, '/');
-    return slash != nullptr ? slash + 1 : path;
-}
-
-bool enabled(et_pal_log_level_t level) {
-    switch (level) {
-    case kFatal:
-    case kError:
-        return ESPNN_CFG_LOG_LEVEL >= 1;
-    case kDebug:
-        return ESPNN_CFG_LOG_LEVEL >= 3;
-    case kInfo:
-    case kUnknown:
-    default:
-        return ESPNN_CFG_LOG_LEVEL >= 2;
-    }
-}
-
-} // namespace
+#include "espnn_pal_util.h"
 
 extern "C" {
 
@@ -69,16 +44,14 @@ void et_pal_emit_log_message(et_timestamp_t timestamp, et_pal_log_level_t level,
                              const char *filename, const char *function, size_t line,
                              const char *message, size_t length) {
     (void)function;
-    if (!enabled(level) || message == nullptr) {
+    if (!espnn_pal::log_enabled(level) || message == nullptr) {
         return;
     }
-    while (length > 0 && (message[length - 1] == '\n' || message[length - 1] == '\r')) {
-        length--;
-    }
+    length = espnn_pal::trimmed_length(message, length);
     const int len = length > static_cast<size_t>(INT_MAX) ? INT_MAX : static_cast<int>(length);
     const unsigned long long us = static_cast<unsigned long long>(timestamp / 1000u);
     std::fprintf(stderr, "%c %llu.%06llu executorch %s:%lu] %.*s\n", static_cast<char>(level),
-                 us / 1000000u, us % 1000000u, base_name(filename),
+                 us / 1000000u, us % 1000000u, espnn_pal::base_name(filename),
                  static_cast<unsigned long>(line), len, message);
 }
 

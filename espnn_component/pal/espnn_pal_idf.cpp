@@ -19,6 +19,7 @@
 #include "esp_timer.h"
 #include "espnn_config.h"
 #include "espnn_mem.h"
+#include "espnn_pal_util.h"
 
 #if !ESPNN_CFG_PROVIDE_PAL
 #error "espnn_pal_idf.cpp is built only with CONFIG_ESPNN_ET_PROVIDE_PAL=y (see cmake/idf.cmake)"
@@ -27,29 +28,6 @@
 namespace {
 
 constexpr const char *kTag = "executorch";
-
-const char *base_name(const char *path) {
-    if (path == nullptr) {
-        return "?";
-    }
-    const char *slash = std::strrchr(path, '/');
-    return slash != nullptr ? slash + 1 : path;
-}
-
-/* 0 none, 1 error, 2 info, 3 debug: the Kconfig choice ESPNN_ET_LOG_LEVEL. */
-bool enabled(et_pal_log_level_t level) {
-    switch (level) {
-    case kFatal:
-    case kError:
-        return ESPNN_CFG_LOG_LEVEL >= 1;
-    case kDebug:
-        return ESPNN_CFG_LOG_LEVEL >= 3;
-    case kInfo:
-    case kUnknown:
-    default:
-        return ESPNN_CFG_LOG_LEVEL >= 2;
-    }
-}
 
 } // namespace
 
@@ -76,14 +54,12 @@ void et_pal_emit_log_message(et_timestamp_t timestamp, et_pal_log_level_t level,
                              const char *message, size_t length) {
     (void)timestamp; /* ESP_LOG prints its own */
     (void)function;
-    if (!enabled(level) || message == nullptr) {
+    if (!espnn_pal::log_enabled(level) || message == nullptr) {
         return;
     }
-    while (length > 0 && (message[length - 1] == '\n' || message[length - 1] == '\r')) {
-        length--; /* ESP_LOG ends the line itself */
-    }
+    length = espnn_pal::trimmed_length(message, length); /* ESP_LOG ends the line itself */
     const int len = length > static_cast<size_t>(INT_MAX) ? INT_MAX : static_cast<int>(length);
-    const char *file = base_name(filename);
+    const char *file = espnn_pal::base_name(filename);
     const unsigned long ln = static_cast<unsigned long>(line);
     switch (level) {
     case kFatal:

@@ -5,7 +5,7 @@
  */
 #include "executorch_espnn.h"
 
-#include <math.h>
+#include <cmath>
 #include <new>
 #include <optional>
 #include <stdarg.h>
@@ -48,10 +48,10 @@ struct Slot {
 
 int8_t quantize_one(float x, float inv_scale, int32_t zero_point) {
     /* ExecuTorch's quantize_per_tensor: round half to even of x * (1/scale), then + zp */
-    if (isnan(x)) {
+    if (std::isnan(x)) {
         return static_cast<int8_t>(zero_point);
     }
-    float v = nearbyintf(x * inv_scale);
+    float v = std::nearbyint(x * inv_scale);
     if (v > 1000.0f) {
         v = 1000.0f;
     } else if (v < -1000.0f) {
@@ -493,7 +493,7 @@ void *EspnnModel::view(bool is_output, size_t index, ViewKind kind) {
         slot.use_staging = false;
         return slot.tensor;
     }
-    if (!(slot.scale > 0.0f) || !isfinite(slot.scale)) {
+    if (!(slot.scale > 0.0f) || !std::isfinite(slot.scale)) {
         fail("%s %lu is %s and model_pte.h gives it no quantization (scale %g): use %s<%s>()", role,
              static_cast<unsigned long>(index), dtype_text(slot.dtype), static_cast<double>(slot.scale), role,
              slot.dtype == ESPNN_DTYPE_INT8 ? "int8_t" : "float");

@@ -13,6 +13,7 @@
  * Exit status: 0 success, 1 usage or file error, 2 payload rejected by espnn_inspect or
  * espnn_init (the formatted error is printed), 3 input size mismatch or invoke failure.
  */
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,9 +114,9 @@ static int inspect(const char *path)
         free(block);
         return 2;
     }
-    printf("format=%u.%u\nproducer=%u.%u.%u\ntarget=%u\nn_tensors=%u\nn_ops=%u\n"
-           "n_inputs=%u\nn_outputs=%u\narena_bytes=%u\nstate_bytes=%u\nconst_offset=%u\n"
-           "const_bytes=%u\n",
+    printf("format=%u.%u\nproducer=%u.%u.%u\ntarget=%u\nn_tensors=%" PRIu32 "\nn_ops=%" PRIu32
+           "\nn_inputs=%" PRIu32 "\nn_outputs=%" PRIu32 "\narena_bytes=%" PRIu32
+           "\nstate_bytes=%" PRIu32 "\nconst_offset=%" PRIu32 "\nconst_bytes=%" PRIu32 "\n",
            info.format_major, info.format_minor, info.producer_major, info.producer_minor,
            info.producer_patch, info.target, info.n_tensors, info.n_ops, info.n_inputs,
            info.n_outputs, info.arena_bytes, info.state_bytes, info.const_offset,
@@ -179,7 +180,7 @@ int main(int argc, char **argv)
         }
     }
     if (state == NULL || arena == NULL || (copy_consts && consts == NULL)) {
-        fprintf(stderr, "espnn_run: out of memory (state %u, arena %u bytes)\n",
+        fprintf(stderr, "espnn_run: out of memory (state %" PRIu32 ", arena %" PRIu32 " bytes)\n",
                 info.state_bytes, info.arena_bytes);
         rc = 1;
         goto done;
@@ -209,7 +210,7 @@ int main(int argc, char **argv)
                 goto done;
             }
         } else if (i >= argc) {
-            fprintf(stderr, "espnn_run: missing input %u (%u bytes)\n", k, io.nbytes);
+            fprintf(stderr, "espnn_run: missing input %" PRIu32 " (%" PRIu32 " bytes)\n", k, io.nbytes);
             rc = 3;
             goto done;
         } else {
@@ -221,8 +222,9 @@ int main(int argc, char **argv)
         }
         espnn_status_t st = espnn_set_io(&model, 0, k, data, n);
         if (st != ESPNN_OK) {
-            fprintf(stderr, "espnn_run: input %u: %s (file has %zu bytes, model wants %u)\n", k,
-                    espnn_status_name(st), n, io.nbytes);
+            fprintf(stderr,
+                    "espnn_run: input %" PRIu32 ": %s (file has %zu bytes, model wants %" PRIu32 ")\n",
+                    k, espnn_status_name(st), n, io.nbytes);
             rc = 3;
             goto done;
         }
@@ -249,7 +251,7 @@ int main(int argc, char **argv)
         espnn_io_info_t io;
         espnn_io_info(&model, 1, k, &io);
         char path[4096];
-        snprintf(path, sizeof path, "%s%u.bin", prefix, k);
+        snprintf(path, sizeof path, "%s%" PRIu32 ".bin", prefix, k);
         FILE *f = fopen(path, "wb");
         const int ok = f != NULL && fwrite(blocks[ESPNN_MAX_IO + k], 1, io.nbytes, f) == io.nbytes;
         if (f != NULL) {

@@ -1,0 +1,368 @@
+"""The whole firmware stack on the emulated Cortex-M7 (``qemu-system-arm -M mps2-an500``):
+ExecuTorch's runtime compiled from a source tree (``emulated/et_runtime.py``), the component
+(engine + ESP-NN kernels, adapter, EspnnModel, the memory policy's C-library-heap world, the
+bare-metal PAL), the model's selected CPU kernels with their generated registration, and the
+model files the builder renders, running a ``.pte`` through ``EspnnModel`` exactly as a sketch
+does and comparing every output byte with ``executorch_espnn.host.run`` on the same inputs.
+
+    python -m emulated.mcu_stack [--model NAME ...] [--esp-nn DIR] [--timeout S]
+
+Needs ``$EXECUTORCH_SOURCE_DIR`` and ``$FLATBUFFERS_SOURCE_DIR``
+(``executorch_espnn.runtime_sources.how_to_set()``); ``$ESPNN_ESP_NN_DIR`` (or ``--esp-nn``)
+adds a run on the real ESP-NN's ANSI C kernels.
+
+Per model:
+1. ``executorch_espnn.selective`` writes the registration of its CPU operators; their kernels
+   come from the tree (``runtime_sources.kernel_sources``), the registration is linked from a
+   static library with ``-u executorch_espnn_register_kernels`` (docs/component.md);
+2. a measuring firmware (``cortex_m/measure_main.cpp`` + ``runtime/espnn_host_api.cpp``, the
+   measurement ``host.measure`` makes) prints the pools as the 32-bit target needs them;
+3. ``model_pte.h`` is rendered with those figures by the builder's renderer
+   (``tests.host_helpers.render_model``), the inputs and ``host.run``'s outputs into
+   ``model_vectors.h``;
+4. the application firmware (``cortex_m/model_main.cpp``) runs them and prints
+   ``EMU VERDICT PASS target=cortex-m7 model=<name> kernels=<kernels> cases=N failed=0 ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import re
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import numpy as np
+
+from emulated import build, component, et_runtime, golden, targets
+from emulated.build import Unit
+from emulated.component import C_STRICT, CXX_STRICT, Kernels, includes
+from emulated.targets import COMPONENT, EMU, ROOT
+
+TARGET = targets.CORTEX_M7
+CORTEX_M = EMU / "cortex_m"
+TEMPLATES = EMU / "templates"
+ESP_NN_ENV = "ESPNN_ESP_NN_DIR"  # as tests/test_engine.py reads it
+EXAMPLES = tuple(sorted((ROOT / "examples").glob("*/model/*.py")))
+ZOO_MODELS = ("island_net", "cumsum_net")  # CPU islands between two delegates
+REGISTER_SYMBOL = "executorch_espnn_register_kernels"
+
+
+@dataclass(frozen=True)
+class StackModel:
+    name: str
+    pte: bytes
+    cases: tuple[tuple[np.ndarray, ...], ...]  # inputs, in the program's dtypes
+
+
+@dataclass(frozen=True)
+class Firmware:
+    elf: Path
+    parts: dict[str, tuple[Path, ...]]  # part name -> archives/objects linked into it
+
+    @property
+    def map_file(self) -> Path:
+        return self.elf.with_suffix(".map")
+
+
+@dataclass
+class StackRun:
+    model: str
+    kernels: str
+    operators: tuple[str, ...]
+    sizes32: Any  # host.PteSizes measured on the target
+    sizes_host: Any  # host.PteSizes measured on this computer
+    firmware: Firmware
+    returncode: int | None = None
+    output: str = ""
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def verdict(self) -> str | None:
+        lines = [ln for ln in self.output.splitlines() if ln.startswith("EMU VERDICT ")]
+        return lines[-1] if lines else None
+
+    @property
+    def passed(self) -> bool:
+        v = self.verdict
+        return self.returncode == 0 and v is not None and v.startswith("EMU VERDICT PASS ")
+
+    def memory(self) -> dict[str, int]:
+        """The EMU MEMORY line the firmware prints after begin()."""
+        m = re.search(r"^EMU MEMORY (.*)$", self.output, re.M)
+        return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m[1])} if m else {}
+
+
+# --- models -----------------------------------------------------------------------------------
+
+
+def _numpy(x: Any) -> np.ndarray:
+    return np.ascontiguousarray(x.detach().numpy() if hasattr(x, "detach") else np.asarray(x))
+
+
+def example_model(path: Path, n_cases: int = 3) -> StackModel:
+    """An example's model file lowered as the builder lowers it; cases: its example inputs and
+    the first calibration batches."""
+    import executorch_espnn as ee
+    from executorch_espnn.modelfile import load_model_file
+
+    src = load_model_file(path)
+    assert src.model is not None and src.example_inputs is not None
+    low = ee.lower(src.model, src.example_inputs, calibration=src.calibration, target="esp32s3")
+    batches = [src.example_inputs, *(src.calibration or [])][:n_cases]
+    return StackModel(path.stem, bytes(low.pte), tuple(tuple(_numpy(x) for x in b) for b in batches))
+
+
+def zoo_model(name: str, n_cases: int = 3) -> StackModel:
+    from tests.lowered_zoo import lowered_zoo
+    from tests.zoo import ZOO
+
+    z = ZOO[name]
+    batches = [z.example_inputs(), *z.test_inputs(n_cases - 1)]
+    return StackModel(name, bytes(lowered_zoo(name).pte),
+                      tuple(tuple(_numpy(x) for x in b) for b in batches))
+
+
+def model_names() -> list[str]:
+    """Each example's model, then the zoo's CPU-island models."""
+    return [*(p.stem for p in EXAMPLES), *ZOO_MODELS]
+
+
+def load_model(name: str) -> StackModel:
+    for p in EXAMPLES:
+        if p.stem == name:
+            return example_model(p)
+    if name in ZOO_MODELS:
+        return zoo_model(name)
+    raise ValueError(f"unknown model {name!r}; choose from {', '.join(model_names())}")
+
+
+# --- generated files --------------------------------------------------------------------------
+
+
+def _render(template: str, out: Path, **ctx: Any) -> Path:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
+                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                             trim_blocks=True, lstrip_blocks=True, autoescape=False)
+    env.filters["c_string"] = golden.c_string
+    text = env.get_template(template).render(**ctx)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if not out.is_file() or out.read_text() != text:
+        out.write_text(text)
+    return out
+
+
+def write_vectors(model: StackModel, kernels: str, out: Path) -> Path:
+    """model_vectors.h: the inputs and what host.run returns for them."""
+    from executorch_espnn import host
+
+    cases = []
+    for inputs in model.cases:
+        outputs = host.run(model.pte, list(inputs))
+        cases.append({"inputs": [x.tobytes() for x in inputs],
+                      "outputs": [np.ascontiguousarray(y).tobytes() for y in outputs]})
+    return _render("model_vectors.h.j2", out, model=model.name, kernels=kernels, cases=cases,
+                   n_inputs=len(model.cases[0]), n_outputs=len(cases[0]["outputs"]))
+
+
+def render_header(pte: bytes, out: Path, sizes: Any = None) -> Path:
+    """model_pte.h and model_pte_data.S by the builder's renderer; returns their folder."""
+    from tests.host_helpers import render_model
+
+    return render_model(pte, out, sizes=sizes)
+
+
+def registration(pte_path: Path, out: Path) -> tuple[tuple[str, ...], Path, int]:
+    """(CPU operators, RegisterCodegenUnboxedKernels.cpp, registered kernel count)."""
+    from executorch_espnn import selective
+
+    files = selective.generate(pte_path, out)
+    ops = tuple(selective.selected_operators(files[0]))
+    return ops, files[1], len(selective.registered_kernels(files[1]))
+
+
+# --- building ---------------------------------------------------------------------------------
+
+
+def _version() -> str:
+    return component.wheel_executorch_version()
+
+
+def component_parts(tree: et_runtime.ExecutorchTree, kernels: Kernels) -> dict[str, Path]:
+    """The component as three static libraries: engine, ESP-NN kernels, and the adapter with
+    EspnnModel, the memory policy and the bare-metal PAL."""
+    hdr = tree.header_flags()
+    adapter = component.adapter_units(hdr, component.baremetal_defines(_version()), pal="baremetal")
+    groups = {
+        "engine": component.engine_units(kernels),
+        "esp-nn kernels": kernels.units(),
+        "adapter + memory policy + PAL": [*adapter, *component.memory_units("host")],
+    }
+    return {part: build.archive(TARGET, build.compile_units(TARGET, units),
+                                f"espnn_{re.sub(r'[^a-z0-9]+', '_', part)}_{kernels.name}")
+            for part, units in groups.items()}
+
+
+def _app_flags(tree: et_runtime.ExecutorchTree, *dirs: Path) -> tuple[str, ...]:
+    return (*CXX_STRICT, *component.defines(*component.ADAPTER_DEFINES),
+            *component.baremetal_defines(_version()),
+            *includes(*dirs, COMPONENT / "include", *component.paths("ESPNN_ENGINE_INCLUDE_DIRS"),
+                      COMPONENT / "adapter", COMPONENT / "runtime"),
+            *tree.header_flags())
+
+
+def firmware(tree: et_runtime.ExecutorchTree, kernels: Kernels, app: Sequence[Unit],
+             model_dir: Path, operators: Sequence[str], registration_cpp: Path,
+             n_kernels: int, name: str, *, keep_registration: bool = True) -> Firmware:
+    data = model_dir / "model_pte_data.S"
+    pte = model_dir.parent / "model.pte"
+    board = Unit(CORTEX_M / "board.c", (*C_STRICT, *includes(COMPONENT / "include")))
+    objs = build.compile_units(TARGET, [*app, board, Unit(data, inputs=(pte,))])
+    reg = build.archive(TARGET, build.compile_units(TARGET, [Unit(
+        registration_cpp, (*CXX_STRICT, *includes(registration_cpp.parent), *tree.header_flags()))]),
+        "espnn_registration")
+    kernels_lib = et_runtime.kernels_library(tree, TARGET, operators)
+    runtime_lib = et_runtime.runtime_library(tree, TARGET, n_kernels)
+    parts = component_parts(tree, kernels)
+    # The PAL and the registration sit in static libraries nothing references: -u keeps them
+    # (the runtime's et_pal_* references are weak and never pull an archive member).
+    keep = [*component.lists()["ESPNN_PAL_SYMBOLS"], *([REGISTER_SYMBOL] if keep_registration else [])]
+    libs = [reg, kernels_lib, runtime_lib, *parts.values()]
+    elf = build.link(TARGET, [*objs, *libs], name, [f"-Wl,-u,{s}" for s in keep])
+    return Firmware(elf, {
+        "ExecuTorch runtime": (runtime_lib,),
+        "selected kernels + registration": (kernels_lib, reg),
+        **{part: (lib,) for part, lib in parts.items()},
+        "model data": (objs[-1],),
+        "application + test vectors": tuple(objs[:-1]),
+    })
+
+
+def _sizes_from(output: str) -> Any:
+    from executorch_espnn.host import PteSizes
+
+    m = re.search(r"^EMU SIZES (planned_bytes=.*)$", output, re.M)
+    if m is None:
+        raise RuntimeError(f"the measuring firmware printed no sizes:\n{output[-3000:]}")
+    values = dict(re.findall(r"(\w+)=(\d+)", m[1]))
+    return PteSizes(**{f.name: int(values[f.name]) for f in fields(PteSizes)})
+
+
+def work_dir(model: StackModel) -> Path:
+    digest = hashlib.sha256(model.pte).hexdigest()[:12]
+    d = targets.cache_dir() / "stack" / f"{model.name}-{digest}"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A model ready for its application firmware: registration and both measurements."""
+
+    model: StackModel
+    work: Path
+    operators: tuple[str, ...]
+    registration_cpp: Path
+    n_kernels: int
+    sizes_host: Any  # host.PteSizes, this computer (64-bit)
+    sizes32: Any  # host.PteSizes, measured on the emulated target
+
+
+def prepare_model(model: StackModel, tree: et_runtime.ExecutorchTree,
+                  timeout: float = 300.0) -> Prepared:
+    """Steps 1 and 2 of the module doc: the registration, and the pools measured on the target
+    (the ESP-NN kernels do not change what the payload needs: the host twin measures)."""
+    from executorch_espnn import host
+
+    work = work_dir(model)
+    pte_path = work / "model.pte"
+    pte_path.write_bytes(model.pte)
+    ops, reg_cpp, n_kernels = registration(pte_path, work / "registration")
+    host_dir = render_header(model.pte, work / "host")
+    measure_app = [Unit(CORTEX_M / "measure_main.cpp", _app_flags(tree, host_dir)),
+                   Unit(COMPONENT / "runtime" / "espnn_host_api.cpp", _app_flags(tree))]
+    meter = firmware(tree, Kernels(), measure_app, host_dir, ops, reg_cpp, n_kernels,
+                     f"measure-{model.name}")
+    measured = targets.run(TARGET, meter.elf, timeout=timeout)
+    if measured.returncode != 0:
+        raise RuntimeError(f"the measuring firmware of {model.name} failed "
+                           f"(exit {measured.returncode}):\n{measured.output[-3000:]}")
+    return Prepared(model, work, ops, reg_cpp, n_kernels, host.measure(model.pte),
+                    _sizes_from(measured.output))
+
+
+def run_app(p: Prepared, kernels: Kernels, tree: et_runtime.ExecutorchTree, *,
+            timeout: float = 300.0, edit: dict[str, Any] | None = None,
+            keep_registration: bool = True) -> StackRun:
+    """Steps 3 and 4: the header with the target's sizes (``edit`` overrides fields, as
+    ``render_model`` takes them), the vectors, the application firmware and its run.  A failing
+    run does not raise: the StackRun says what happened."""
+    t0 = time.monotonic()
+    tag = "target" if not edit else "edit-" + hashlib.sha256(repr(sorted(edit.items())).encode()).hexdigest()[:8]
+    target_dir = render_model_dir(p, p.work / tag, edit)
+    vectors = write_vectors(p.model, kernels.name, p.work / "vectors" / kernels.name / "model_vectors.h")
+    app = [Unit(CORTEX_M / "model_main.cpp", _app_flags(tree, target_dir, vectors.parent))]
+    fw = firmware(tree, kernels, app, target_dir, p.operators, p.registration_cpp, p.n_kernels,
+                  f"model-{p.model.name}-{kernels.name}-{tag}"
+                  + ("" if keep_registration else "-no-u"), keep_registration=keep_registration)
+    t1 = time.monotonic()
+    r = targets.run(TARGET, fw.elf, timeout=timeout)
+    return StackRun(p.model.name, kernels.name, p.operators, p.sizes32, p.sizes_host, fw,
+                    r.returncode, r.output, {"build": t1 - t0, "run": time.monotonic() - t1})
+
+
+def render_model_dir(p: Prepared, out: Path, edit: dict[str, Any] | None = None) -> Path:
+    from tests.host_helpers import render_model
+
+    return render_model(p.model.pte, out, sizes=p.sizes32, edit=edit)
+
+
+def run_model(model: StackModel, kernels: Kernels, tree: et_runtime.ExecutorchTree | None = None,
+              timeout: float = 300.0) -> StackRun:
+    """All four steps for one model and one set of kernels."""
+    tree = tree or et_runtime.prepare()
+    return run_app(prepare_model(model, tree, timeout), kernels, tree, timeout=timeout)
+
+
+def kernel_variants(esp_nn_dir: Path | None = None) -> list[Kernels]:
+    """The host ESP-NN twin, and real ESP-NN's ANSI C kernels when a checkout is named."""
+    env = esp_nn_dir or (Path(os.environ[ESP_NN_ENV]) if os.environ.get(ESP_NN_ENV) else None)
+    return [Kernels(), *([Kernels(env)] if env else [])]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m emulated.mcu_stack",
+                                 description=__doc__.splitlines()[0])
+    ap.add_argument("--model", action="append", choices=model_names(),
+                    help="one model (repeatable); default: all")
+    ap.add_argument("--esp-nn", type=Path, help=f"an ESP-NN checkout (default ${ESP_NN_ENV})")
+    ap.add_argument("--timeout", type=float, default=300.0)
+    args = ap.parse_args(argv)
+    from executorch_espnn.errors import RuntimeSourcesError
+
+    try:
+        tree = et_runtime.prepare()
+    except RuntimeSourcesError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    ok = True
+    for name in args.model or model_names():
+        prepared = prepare_model(load_model(name), tree, args.timeout)
+        for kernels in kernel_variants(args.esp_nn):
+            run = run_app(prepared, kernels, tree, timeout=args.timeout)
+            sys.stdout.write(run.output)
+            print(f"== {name} / {kernels.name}: exit {run.returncode}, build "
+                  f"{run.timings['build']:.1f} s, run {run.timings['run']:.1f} s, "
+                  f"{'PASS' if run.passed else 'FAIL'}")
+            ok = ok and run.passed
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
