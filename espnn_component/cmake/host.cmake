@@ -112,7 +112,7 @@ set(ESPNN_INSTALL_TARGETS espnn_backend)
 
 if(ESPNN_HAVE_MEMORY_POLICY)
   espnn_add_adapter(espnn_adapter_policy MEMORY_POLICY
-    SOURCES "${ESPNN_ROOT}/runtime/espnn_model.cpp")
+    SOURCES "${ESPNN_ROOT}/runtime/espnn_model.cpp" "${ESPNN_ROOT}/runtime/espnn_selftest.cpp")
 
   # The host PAL (pal/sources.cmake) belongs to executables only: the Python library must
   # leave logging to the Python runtime's own PAL.

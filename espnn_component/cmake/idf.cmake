@@ -44,7 +44,8 @@ set(ESPNN_IDF_ADAPTER_SOURCES
   "${ESPNN_ROOT}/adapter/espnn_compat.cpp"
   "${ESPNN_ROOT}/adapter/espnn_lock.cpp"
   "${ESPNN_ROOT}/adapter/espnn_status.cpp"
-  "${ESPNN_ROOT}/runtime/espnn_model.cpp")
+  "${ESPNN_ROOT}/runtime/espnn_model.cpp"
+  "${ESPNN_ROOT}/runtime/espnn_selftest.cpp")
 
 set(ESPNN_IDF_SOURCES ${ESPNN_ENGINE_SRCS} ${ESPNN_IDF_ADAPTER_SOURCES} ${ESPNN_MEM_IDF_SOURCES})
 if(CONFIG_ESPNN_ET_PROVIDE_PAL)
