@@ -147,8 +147,10 @@ def lower(
     """Lower ``model`` for ``target`` and return the program, its report and stage timings.
 
     ``model`` is an ``nn.Module`` or an ``ExportedProgram`` (e.g. ``torch.export.load`` of a
-    .pt2, whose example inputs are used when ``example_inputs`` is None; an already
-    quantized program skips quantization).  ``calibration`` yields input tuples shaped like
+    .pt2, whose example inputs are used when ``example_inputs`` is None).  A model that is
+    already quantized (``convert_qat()`` after quantization-aware training, or the user's own
+    ``prepare_pt2e``/``convert_pt2e``) skips quantization; a scheme ESP-NN cannot execute
+    (dynamic, not int8, weights below 8 bits) raises ``QuantizerConfigError``.  ``calibration`` yields input tuples shaped like
     ``example_inputs``; without it the model is calibrated on random data and the report
     warns.  ``strict=True`` raises ``StrictModeError`` naming every operator that would stay
     on the CPU.  ``progress`` receives one line as each stage starts and ends.
@@ -216,7 +218,10 @@ def lower(
     # 2. quantize + calibrate
     calibrated: bool | None
     if _is_quantized(ep):
+        from .quantizer.scheme import check_quantized_scheme
+
         t0 = stage(2, "quantize", " (already quantized: skipped)")
+        check_quantized_scheme(ep)  # one clear error for a scheme the delegate cannot run
         qep = ep
         calibrated = None
         done(2, "quantize", t0)

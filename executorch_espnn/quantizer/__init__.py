@@ -68,7 +68,7 @@ from __future__ import annotations
 from .annotators.patterns import CLAMP_TARGETS, clamp_bounds
 from .config import EspNNQuantizationConfig
 from .espnn_quantizer import EspNNQuantizer
-from .workflow import QuantizeResult, quantize
+from .workflow import QuantizeResult, convert_qat, prepare_qat, quantize
 
 __all__ = [
     "CLAMP_TARGETS",
@@ -76,5 +76,7 @@ __all__ = [
     "EspNNQuantizer",
     "QuantizeResult",
     "clamp_bounds",
+    "convert_qat",
+    "prepare_qat",
     "quantize",
 ]
