@@ -169,6 +169,9 @@ def test_hello_world_self_test_is_bit_exact(hello: Built) -> None:
     assert m and m.start() < hello.stdout.index("rising ramp: "), hello.stdout
     header = (hello.out / "espnn_model" / "model_pte.h").read_text()
     assert "#define ESPNN_MODEL_SELFTEST_CASES 4u" in header and "&espnn_model_selftest," in header
+    # the build's report says what was embedded: 4 x (4 inputs + 3 outputs) int8 values
+    assert "  self-test: 4 samples from the calibration data with their expected outputs, 28 B in flash" \
+        in hello.stdout, hello.stdout
 
 
 def test_host_program_uses_the_component_pal(hello: Built) -> None:

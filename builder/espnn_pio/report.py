@@ -55,6 +55,12 @@ def summary_lines(info: dict[str, Any], budget: RamBudget | None) -> list[str]:
         f"temp {_kib(s['temp_allocator_bytes'])}, "
         f"weights {_kib(s['weights_bytes'])} (in flash, used in place)"
     )
+    st = info.get("selftest") or {}
+    if st.get("cases"):
+        lines.append(
+            f"  self-test: {st['cases']} samples from the {st['source']} data with their expected "
+            f"outputs, {_kib(int(st['bytes']))} in flash (EspnnModel::self_test())"
+        )
     if budget is None:
         lines.append(f"  RAM: {_kib(ram_needed(info))} needed (host board: no internal RAM limit)")
     elif budget.available:
