@@ -22,8 +22,7 @@
 
 from __future__ import annotations
 
-import collections
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -411,7 +410,3 @@ class EspNNPartitioner(Partitioner):  # type: ignore[misc]  # executorch is unty
             + "\nChange the model or quantizer config so these are supported, or allow CPU fallback."
         )
 
-
-def delegated_counts(decisions: Iterable[OpDecision]) -> collections.Counter[bool]:
-    """How many operators were delegated (True) and left on the CPU (False)."""
-    return collections.Counter(d.delegated for d in decisions)

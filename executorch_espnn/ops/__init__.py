@@ -24,7 +24,7 @@ Adding an operator touches one file: write the class and import the module in
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
@@ -172,11 +172,3 @@ def build_registry() -> Registry:
             table[t] = inst
     return Registry(table)
 
-
-def reason_of(fn: Callable[[], object]) -> str | None:
-    """Run ``fn``; return the Unsupported reason it raised, or None."""
-    try:
-        fn()
-    except Unsupported as e:
-        return e.reason
-    return None

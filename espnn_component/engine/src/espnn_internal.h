@@ -163,7 +163,6 @@ espnn_status_t espnn_prep_filter_bias(espnn_prep_t *p, uint32_t n_out);
 espnn_status_t espnn_prep_requant_arrays(espnn_prep_t *p, uint32_t n);
 
 int32_t espnn_const_i32(const espnn_prep_t *p, const espnn_tview_t *t, uint32_t index);
-int8_t espnn_const_i8(const espnn_prep_t *p, const espnn_tview_t *t, uint32_t index);
 
 bool espnn_dims_equal(const espnn_tview_t *a, const espnn_tview_t *b);
 

@@ -115,12 +115,6 @@ int32_t espnn_const_i32(const espnn_prep_t *p, const espnn_tview_t *t, uint32_t 
     return espnn_rd_i32(p->consts + t->offset + 4u * index);
 }
 
-int8_t espnn_const_i8(const espnn_prep_t *p, const espnn_tview_t *t, uint32_t index)
-{
-    const uint8_t u = p->consts[t->offset + index];
-    return (int8_t)(u < 128 ? (int)u : (int)u - 256);
-}
-
 bool espnn_dims_equal(const espnn_tview_t *a, const espnn_tview_t *b)
 {
     if (a->rank != b->rank) {
