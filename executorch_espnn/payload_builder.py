@@ -13,7 +13,9 @@ model's float NCHW input is quantized straight into NHWC.
 ``finish`` turns delegate outputs into output tensors (retargeting the op that
 produced them when possible), plans the arena with ``planner.plan_arena`` (lifetimes,
 per-op scratch, in-place candidates) and encodes with the payload writer, which
-validates everything the device validates.
+validates everything the device validates.  The layout
+arithmetic is ``layout``'s; grouping nodes into units and driving the lowerings is
+``units``'.
 """
 
 from __future__ import annotations
@@ -26,20 +28,19 @@ import numpy.typing as npt
 import torch
 from torch.fx import Node
 
-from .lowering_graph import (
-    DEQUANTIZE,
-    GETITEM,
-    QUANTIZE,
-    GraphContext,
-    QParams,
-    is_qdq,
-    match_unit,
-    meta_val,
-    node_op,
-    qdq_params,
-    static_shape,
+from .graph.constants import GraphContext
+from .graph.names import meta_val, static_shape
+from .graph.qdq import QParams, qdq_params
+from .layout import (
+    Perm,
+    identity,
+    inverse,
+    perm_words,
+    physical,
+    same_bytes,
+    unit_dim_view,
+    view_perm,
 )
-from .ops import Unit, Unsupported
 from .payload import (
     ConstantPool,
     DType,
@@ -62,56 +63,8 @@ from .payload.format import (
     TENSOR_FLAG_NHWC,
 )
 from .planner import PlanBuffer, plan_arena
+from .unsupported import Unsupported
 from .version import version_tuple
-
-Perm = tuple[int, ...]
-
-
-def identity(rank: int) -> Perm:
-    return tuple(range(rank))
-
-
-def nhwc(rank: int) -> Perm:
-    """Channels-last for 4-D tensors; the logical order otherwise."""
-    return (0, 2, 3, 1) if rank == 4 else identity(rank)
-
-
-def inverse(perm: Perm) -> Perm:
-    inv = [0] * len(perm)
-    for i, p in enumerate(perm):
-        inv[p] = i
-    return tuple(inv)
-
-
-def physical(shape: Sequence[int], perm: Perm) -> tuple[int, ...]:
-    return tuple(shape[p] for p in perm)
-
-
-def same_bytes(shape: Sequence[int], a: Perm, b: Perm) -> bool:
-    """Whether two dimension orders lay the tensor out identically (unit dims aside)."""
-    return [p for p in a if shape[p] != 1] == [p for p in b if shape[p] != 1]
-
-
-def unit_dim_view(src: Sequence[int], dst: Sequence[int]) -> bool:
-    """Whether ``dst`` only adds or drops unit dims of ``src`` (same bytes in any order)."""
-    return [d for d in src if d != 1] == [d for d in dst if d != 1]
-
-
-def view_perm(src: Sequence[int], perm: Perm, dst: Sequence[int]) -> Perm:
-    """The order of the unit-dim view ``dst`` of a ``src`` tensor laid out in ``perm`` that
-    keeps its bytes where they are (``dst`` unit dims go where they least disturb the order)."""
-    moved = dict(zip([i for i, d in enumerate(src) if d != 1], [i for i, d in enumerate(dst) if d != 1],
-                     strict=True))
-    order = [moved[p] for p in perm if p in moved]
-    for u in (i for i, d in enumerate(dst) if d == 1):
-        at = next((k for k, p in enumerate(order) if p > u), len(order))
-        order.insert(at, u)
-    return tuple(order)
-
-
-def perm_words(perm: Sequence[int]) -> dict[str, int]:
-    p = list(perm) + list(range(len(perm), 4))
-    return {f"perm{i}": p[i] for i in range(4)}
 
 
 @dataclass
@@ -593,82 +546,3 @@ class PayloadBuilder:
             if op.scratch_size:
                 op.scratch_offset = plan.offsets[-(i + 1)]
         return plan.size
-
-
-# ---------------------------------------------------------------------------------------
-# grouping the nodes of one partition
-
-@dataclass
-class PartitionPlan:
-    """The units and boundary quantize/dequantize nodes of one set of nodes, in graph order."""
-
-    units: list[Unit]
-    quantize: list[Node]  # boundary QUANTIZE (float → int8)
-    dequantize: list[Node]  # boundary DEQUANTIZE (int8 → float)
-    order: list[Node]  # anchors and boundary nodes in graph order
-
-
-def plan_nodes(nodes: Sequence[Node], ctx: GraphContext) -> PartitionPlan:
-    """Group ``nodes`` (graph order) into units; what is left must be boundary q/dq."""
-    node_set = set(nodes)
-    claimed: set[Node] = set()
-    units: list[Unit] = []
-    by_anchor: dict[Node, Unit] = {}
-    for n in nodes:
-        if n.op != "call_function" or n in claimed or is_qdq(n) or node_op(n) == GETITEM:
-            continue
-        low = ctx.registry.get(node_op(n))
-        if low is None:
-            raise Unsupported(f"{node_op(n)} has no ESP-NN lowering")
-        unit = match_unit(n, low, ctx)
-        missing = [m.name for m in unit.nodes if m not in node_set]
-        if missing:
-            raise Unsupported(f"{n.name}: nodes {missing} of its group are not in the partition")
-        claimed.update(unit.nodes)
-        units.append(unit)
-        by_anchor[n] = unit
-    quantize: list[Node] = []
-    dequantize: list[Node] = []
-    order: list[Node] = []
-    for n in nodes:
-        if n in by_anchor:
-            order.append(n)
-        elif n.op == "call_function" and n not in claimed:
-            name = node_op(n)
-            if name == QUANTIZE:
-                quantize.append(n)
-            elif name == DEQUANTIZE:
-                dequantize.append(n)
-            else:
-                raise Unsupported(f"{n.name} ({name}) belongs to no group")
-            order.append(n)
-    return PartitionPlan(units, quantize, dequantize, order)
-
-
-def build_payload(
-    nodes: Sequence[Node],
-    inputs: Sequence[Node],
-    outputs: Sequence[Node],
-    ctx: GraphContext,
-    target: Target,
-    limits: Limits | None = None,
-) -> BuildResult:
-    """Lower the call_function ``nodes`` (graph order) reading ``inputs`` into one payload."""
-    plan = plan_nodes(nodes, ctx)
-    b = PayloadBuilder(ctx, target, limits)
-    for n in inputs:
-        b.add_input(n)
-    units = {u.anchor: u for u in plan.units}
-    quantize = set(plan.quantize)
-    for n in plan.order:
-        if n in units:
-            u = units[n]
-            u.lowering.lower(u, b)
-            for q in u.outputs:
-                if q not in b.values:
-                    raise AssertionError(f"{type(u.lowering).__name__} did not define {q.name}")
-        elif n in quantize:
-            b.lazy_quantize(n)
-        else:
-            b.lazy_dequantize(n)
-    return b.finish(outputs)
