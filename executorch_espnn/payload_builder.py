@@ -11,9 +11,9 @@ DEQUANTIZE ops are emitted lazily in whatever order their first consumer wants, 
 model's float NCHW input is quantized straight into NHWC.
 
 ``finish`` turns delegate outputs into output tensors (retargeting the op that
-produced them when possible), plans the arena with ``planner.plan_arena`` (lifetimes,
-per-op scratch, in-place candidates) and encodes with the payload writer, which
-validates everything the device validates.  The layout
+produced them when possible), plans the arena with ``planner`` (``payload_buffers``:
+lifetimes, per-op scratch, the in-place choice; ``plan_arena``: the offsets) and encodes
+with the payload writer, which validates everything the device validates.  The layout
 arithmetic is ``layout``'s; grouping nodes into units and driving the lowerings is
 ``units``'.
 """
@@ -59,10 +59,9 @@ from .payload.format import (
     MAX_OPS,
     MAX_RANK,
     MAX_TENSORS,
-    OP_SPECS,
     TENSOR_FLAG_NHWC,
 )
-from .planner import PlanBuffer, plan_arena
+from .planner import payload_buffers, plan_arena, scratch_key
 from .unsupported import Unsupported
 from .version import version_tuple
 
@@ -506,43 +505,11 @@ class PayloadBuilder:
         return None
 
     def _plan(self) -> int:
-        first: dict[int, int] = {}
-        last: dict[int, int] = {}
-        for i, op in enumerate(self.ops):
-            first.setdefault(op.output, i)
-            last[op.output] = max(last.get(op.output, i), i)
-            for tid in op.inputs:
-                if tid is not None:
-                    last[tid] = max(last.get(tid, i), i)
-        buffers: list[PlanBuffer] = []
-        arena_ids = [tid for tid, t in enumerate(self.tensors) if t.storage == Storage.ARENA]
-        inplace: dict[int, int] = {}
-        for i, op in enumerate(self.ops):
-            out = self.tensors[op.output]
-            if out.storage != Storage.ARENA or not OP_SPECS[op.opcode].in_place:
-                continue
-            slots = (0, 1) if op.opcode in (Opcode.ADD, Opcode.MUL) else (0,)
-            for s in slots:
-                tid = op.inputs[s]
-                if tid is None:
-                    continue
-                t = self.tensors[tid]
-                if (t.storage == Storage.ARENA and last.get(tid) == i and t.nbytes == out.nbytes
-                        and (op.opcode == Opcode.RESHAPE or t.dims == out.dims)
-                        and sum(1 for x in op.inputs if x == tid) == 1):
-                    inplace[op.output] = tid
-                    break
-        for tid in arena_ids:
-            if tid not in first:
-                raise AssertionError(f"arena tensor {tid} is never written")
-            buffers.append(PlanBuffer(tid, self.tensors[tid].nbytes, first[tid], last[tid], inplace.get(tid)))
+        plan = plan_arena(payload_buffers(self.tensors, self.ops))
+        for tid, t in enumerate(self.tensors):
+            if t.storage == Storage.ARENA:
+                t.offset = plan.offsets[tid]
         for i, op in enumerate(self.ops):
             if op.scratch_size:
-                buffers.append(PlanBuffer(-(i + 1), op.scratch_size, i, i))
-        plan = plan_arena(buffers)
-        for tid in arena_ids:
-            self.tensors[tid].offset = plan.offsets[tid]
-        for i, op in enumerate(self.ops):
-            if op.scratch_size:
-                op.scratch_offset = plan.offsets[-(i + 1)]
+                op.scratch_offset = plan.offsets[scratch_key(i)]
         return plan.size
