@@ -204,3 +204,12 @@ def test_dataflow_read_before_write() -> None:
     )
     with pytest.raises(PayloadError, match="read before any op writes it"):
         encode(p)
+
+
+def test_every_opcode_has_a_validator_check() -> None:
+    from executorch_espnn.payload.checks import CHECKS
+
+    for op in F.Opcode:
+        assert op in CHECKS.by_opcode, (
+            f"{op.name} has no validator check: add one with @check(Opcode.{op.name}) in "
+            "executorch_espnn/payload/checks/<family>.py (docs/adding-an-operator.md)")
