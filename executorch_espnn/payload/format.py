@@ -1,8 +1,9 @@
 """The delegate payload format, version 2.0: every constant, record layout and bound.
 
-This module is the Python single source of the format that ``docs/payload-format.md``
-describes in prose and ``espnn_component/engine/include/espnn_format.h`` mirrors for the
-C parser (a test checks the two agree).  The writer enforces every bound listed here, so
+This module is the single source of the format that ``docs/payload-format.md`` describes in
+prose; the C engine's ``engine/include/espnn_format.h`` (constants, opcodes, parameter
+counts) and ``engine/src/registry.c`` (each opcode's input and parameter layout and names,
+dtype sizes) are generated from it by ``python -m executorch_espnn.payload.ctables``.  The writer enforces every bound listed here, so
 it never emits a payload the device would reject; the reader checks them again.
 """
 

@@ -97,7 +97,7 @@ ESPNN_STATIC_ASSERT(sizeof(float) == 4, "float32");
                             (bytes) <= ESPNN_MAX_FAMILY_STATE,                       \
                         #type " must be " #bytes " bytes (update payload/state.py)")
 
-/* ---- op specs (mirror of executorch_espnn/payload/format.py OP_SPECS) ------------------ */
+/* ---- op specs (src/registry.c, generated from executorch_espnn/payload/format.py) ------ */
 
 typedef struct espnn_op_spec {
     const char *name;
@@ -184,27 +184,8 @@ typedef struct espnn_op_family {
     uint32_t state_bytes; /* multiple of 4, <= ESPNN_MAX_FAMILY_STATE */
 } espnn_op_family_t;
 
-const espnn_op_family_t *espnn_op_family(uint32_t opcode); /* NULL if unknown */
-
-/* one per opcode, each defined in ops/<family>.c */
-extern const espnn_op_family_t espnn_family_quantize;
-extern const espnn_op_family_t espnn_family_dequantize;
-extern const espnn_op_family_t espnn_family_conv2d;
-extern const espnn_op_family_t espnn_family_depthwise_conv2d;
-extern const espnn_op_family_t espnn_family_fully_connected;
-extern const espnn_op_family_t espnn_family_add;
-extern const espnn_op_family_t espnn_family_mul;
-extern const espnn_op_family_t espnn_family_max_pool2d;
-extern const espnn_op_family_t espnn_family_avg_pool2d;
-extern const espnn_op_family_t espnn_family_mean_hw;
-extern const espnn_op_family_t espnn_family_softmax;
-extern const espnn_op_family_t espnn_family_lut;
-extern const espnn_op_family_t espnn_family_reshape;
-extern const espnn_op_family_t espnn_family_transpose;
-extern const espnn_op_family_t espnn_family_slice;
-extern const espnn_op_family_t espnn_family_concat;
-extern const espnn_op_family_t espnn_family_pad;
-extern const espnn_op_family_t espnn_family_upsample_nearest;
+/* NULL if unknown; espnn_family_<opcode>, each defined in ops/<family>.c */
+const espnn_op_family_t *espnn_op_family(uint32_t opcode);
 
 /* element size of a dtype (0 if unknown) */
 uint32_t espnn_dtype_size(uint32_t dtype);
