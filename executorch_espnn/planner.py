@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .payload.format import ARENA_ALIGN, OP_SPECS, Opcode, Storage
+from .payload.format import ARENA_ALIGN, OP_SPECS, Storage
 from .payload.model import OpRec, TensorRec
 
 
@@ -247,22 +247,23 @@ def scratch_key(op_index: int) -> int:
 
 
 def in_place_inputs(tensors: Sequence[TensorRec], ops: Sequence[OpRec], last: dict[int, int]) -> dict[int, int]:
-    """Output tensor -> the input tensor whose arena bytes it takes, for each in-place op
-    whose input (slot 0, or either operand of ADD/MUL) is last read by that op, has the
-    output's size (and dims; RESHAPE only needs the size) and is not read twice by it."""
+    """Output tensor -> the input tensor whose arena bytes it takes, for each op with
+    in-place slots (``OpSpec.in_place_slots``: LUT's input, either operand of ADD/MUL, …)
+    whose input there is last read by that op, has the output's size (and dims, unless
+    ``in_place_any_dims``) and is not read twice by it; the first such slot wins."""
     inplace: dict[int, int] = {}
     for i, op in enumerate(ops):
         out = tensors[op.output]
-        if out.storage != Storage.ARENA or not OP_SPECS[op.opcode].in_place:
+        spec = OP_SPECS[op.opcode]
+        if out.storage != Storage.ARENA:
             continue
-        slots = (0, 1) if op.opcode in (Opcode.ADD, Opcode.MUL) else (0,)
-        for s in slots:
+        for s in spec.in_place_slots:
             tid = op.inputs[s]
             if tid is None:
                 continue
             t = tensors[tid]
             if (t.storage == Storage.ARENA and last.get(tid) == i and t.nbytes == out.nbytes
-                    and (op.opcode == Opcode.RESHAPE or t.dims == out.dims)
+                    and (spec.in_place_any_dims or t.dims == out.dims)
                     and sum(1 for x in op.inputs if x == tid) == 1):
                 inplace[op.output] = tid
                 break

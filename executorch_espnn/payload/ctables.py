@@ -46,10 +46,7 @@ class _ParamArray:
 @dataclass(frozen=True)
 class _Spec:
     name: str
-    n_inputs: int  # 0: variadic
-    optional_mask: str
-    in_place: int
-    params: str  # the name of its _ParamArray, or NULL
+    lines: list[str]  # its espnn_op_spec_t initializer (designated, zero fields left out)
 
 
 def _hex(v: int) -> str:
@@ -66,12 +63,19 @@ def _pow2_long(v: int) -> str:
     return f"(1L << {v.bit_length() - 1})"
 
 
-def _wrap(words: Sequence[str]) -> list[str]:
-    """C string literals, comma-separated, in lines of at most _WIDTH columns (indented 4)."""
+def _mask(slots: Sequence[int]) -> str:
+    """A bit per input slot, as a C constant."""
+    bits = sum(1 << s for s in slots)
+    return f"0x{bits:02X}u" if bits else "0"
+
+
+def _wrap(words: Sequence[str], quote: bool = True) -> list[str]:
+    """``words`` (as C string literals when ``quote``), comma-separated, in lines of at most
+    _WIDTH columns once indented by 4."""
     lines: list[str] = []
     cur = ""
     for w in words:
-        item = f'"{w}",'
+        item = f'"{w}",' if quote else w
         if cur and len(cur) + 1 + len(item) > _WIDTH - 4:
             lines.append(cur)
             cur = item
@@ -95,18 +99,18 @@ def _tables() -> tuple[list[_ParamArray], list[_Spec]]:
                 arrays[s.params] = _ParamArray(f"p_{op.name.lower()}", _wrap(s.params), [])
             arrays[s.params].opcodes.append(op.name)
             params = arrays[s.params].name
-        optional = 0
-        if not s.variadic_inputs:
-            for slot, name in enumerate(s.inputs):
-                if name.endswith("?"):
-                    optional |= 1 << slot
-        specs.append(_Spec(
-            name=op.name,
-            n_inputs=0 if s.variadic_inputs else len(s.inputs),
-            optional_mask=f"0x{optional:02X}u" if optional else "0",
-            in_place=int(s.in_place),
-            params=params,
-        ))
+        optional = () if s.variadic_inputs else tuple(k for k, n in enumerate(s.inputs) if n.endswith("?"))
+        fields = {
+            "name": f'"{op.name}"',
+            "n_inputs": "0" if s.variadic_inputs else str(len(s.inputs)),  # 0: variadic
+            "n_params": f"ESPNN_PARAMS_{op.name}",
+            "optional_mask": _mask(optional),
+            "in_place_mask": _mask(s.in_place_slots),
+            "in_place_any_dims": str(int(s.in_place_any_dims)),
+            "params": params,
+        }
+        items = [f".{k} = {v}," for k, v in fields.items() if v not in ("0", "NULL") or k == "n_inputs"]
+        specs.append(_Spec(op.name, _wrap(items, quote=False)))
     return list(arrays.values()), specs
 
 

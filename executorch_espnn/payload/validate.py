@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .checks import CHECKS, OpCheck
 from .errors import PayloadError
-from .format import NO_TENSOR, OP_SPECS, Opcode, Storage
+from .format import NO_TENSOR, OP_SPECS, Storage
 from .model import OpRec, Payload
 
 
@@ -34,7 +34,6 @@ def _ranges_overlap(a0: int, a1: int, b0: int, b1: int) -> bool:
 def check_dataflow(p: Payload) -> None:
     """Def-before-use, single assignment, and no partial overlap of an op's arena operands."""
     written = [False] * len(p.tensors)
-    spec_inplace = {code: s.in_place for code, s in OP_SPECS.items()}
     for i, op in enumerate(p.ops):
         out = p.tensors[op.output]
         if out.storage not in (Storage.ARENA, Storage.OUTPUT):
@@ -59,10 +58,9 @@ def check_dataflow(p: Payload) -> None:
                     continue
                 if not _ranges_overlap(o0, o1, t.offset, t.offset + t.nbytes):
                     continue
+                spec = OP_SPECS[op.opcode]
                 same = t.offset == out.offset and t.nbytes == out.nbytes
-                ok_slot = s == 0 or (op.opcode in (Opcode.ADD, Opcode.MUL) and s == 1)
-                if not ((same and spec_inplace[op.opcode] and ok_slot and t.dims == out.dims)
-                        or (same and op.opcode == Opcode.RESHAPE)):
+                if not (same and s in spec.in_place_slots and (spec.in_place_any_dims or t.dims == out.dims)):
                     raise _fail(f"inputs[{s}]", "output overlaps an input it cannot update in place", op=i)
             if op.scratch_size and _ranges_overlap(
                 o0, o1, op.scratch_offset, op.scratch_offset + op.scratch_size

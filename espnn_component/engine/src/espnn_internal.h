@@ -104,7 +104,8 @@ typedef struct espnn_op_spec {
     uint8_t n_inputs;      /* fixed count; 0 for variadic (CONCAT) */
     uint8_t n_params;
     uint8_t optional_mask; /* bit s: input slot s may be absent */
-    uint8_t in_place;      /* output may take exactly the bytes of input 0 (ADD/MUL: or 1) */
+    uint8_t in_place_mask; /* bit s: the output may take exactly the bytes of input slot s */
+    uint8_t in_place_any_dims; /* ... whatever its dims (RESHAPE); else the dims must match */
     const char *const *params;
 } espnn_op_spec_t;
 

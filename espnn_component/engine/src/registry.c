@@ -75,42 +75,70 @@ static const char *const p_pad[] = {
 };
 
 static const espnn_op_spec_t specs[ESPNN_OP_COUNT] = {
-    [ESPNN_OP_QUANTIZE] =
-        {"QUANTIZE", 1, ESPNN_PARAMS_QUANTIZE, 0, 0, p_quantize},
-    [ESPNN_OP_DEQUANTIZE] =
-        {"DEQUANTIZE", 1, ESPNN_PARAMS_DEQUANTIZE, 0, 0, p_quantize},
-    [ESPNN_OP_CONV2D] =
-        {"CONV2D", 5, ESPNN_PARAMS_CONV2D, 0x04u, 0, p_conv2d},
-    [ESPNN_OP_DEPTHWISE_CONV2D] =
-        {"DEPTHWISE_CONV2D", 5, ESPNN_PARAMS_DEPTHWISE_CONV2D, 0x04u, 0, p_depthwise_conv2d},
-    [ESPNN_OP_FULLY_CONNECTED] =
-        {"FULLY_CONNECTED", 5, ESPNN_PARAMS_FULLY_CONNECTED, 0x04u, 0, p_fully_connected},
-    [ESPNN_OP_ADD] =
-        {"ADD", 2, ESPNN_PARAMS_ADD, 0, 1, p_add},
-    [ESPNN_OP_MUL] =
-        {"MUL", 2, ESPNN_PARAMS_MUL, 0, 1, p_mul},
-    [ESPNN_OP_MAX_POOL2D] =
-        {"MAX_POOL2D", 1, ESPNN_PARAMS_MAX_POOL2D, 0, 0, p_max_pool2d},
-    [ESPNN_OP_AVG_POOL2D] =
-        {"AVG_POOL2D", 1, ESPNN_PARAMS_AVG_POOL2D, 0, 0, p_avg_pool2d},
-    [ESPNN_OP_MEAN_HW] =
-        {"MEAN_HW", 1, ESPNN_PARAMS_MEAN_HW, 0, 0, p_mean_hw},
-    [ESPNN_OP_SOFTMAX] =
-        {"SOFTMAX", 1, ESPNN_PARAMS_SOFTMAX, 0, 0, p_softmax},
-    [ESPNN_OP_LUT] =
-        {"LUT", 2, ESPNN_PARAMS_LUT, 0, 1, NULL},
-    [ESPNN_OP_RESHAPE] =
-        {"RESHAPE", 1, ESPNN_PARAMS_RESHAPE, 0, 1, NULL},
-    [ESPNN_OP_TRANSPOSE] =
-        {"TRANSPOSE", 1, ESPNN_PARAMS_TRANSPOSE, 0, 0, p_quantize},
-    [ESPNN_OP_SLICE] =
-        {"SLICE", 1, ESPNN_PARAMS_SLICE, 0, 0, p_slice},
-    [ESPNN_OP_CONCAT] =
-        {"CONCAT", 0, ESPNN_PARAMS_CONCAT, 0, 0, p_concat},
-    [ESPNN_OP_PAD] =
-        {"PAD", 1, ESPNN_PARAMS_PAD, 0, 0, p_pad},
-    [ESPNN_OP_UPSAMPLE_NEAREST] =
-        {"UPSAMPLE_NEAREST", 3, ESPNN_PARAMS_UPSAMPLE_NEAREST, 0, 0, NULL},
+    [ESPNN_OP_QUANTIZE] = {
+        .name = "QUANTIZE", .n_inputs = 1, .n_params = ESPNN_PARAMS_QUANTIZE, .params = p_quantize,
+    },
+    [ESPNN_OP_DEQUANTIZE] = {
+        .name = "DEQUANTIZE", .n_inputs = 1, .n_params = ESPNN_PARAMS_DEQUANTIZE,
+        .params = p_quantize,
+    },
+    [ESPNN_OP_CONV2D] = {
+        .name = "CONV2D", .n_inputs = 5, .n_params = ESPNN_PARAMS_CONV2D, .optional_mask = 0x04u,
+        .params = p_conv2d,
+    },
+    [ESPNN_OP_DEPTHWISE_CONV2D] = {
+        .name = "DEPTHWISE_CONV2D", .n_inputs = 5, .n_params = ESPNN_PARAMS_DEPTHWISE_CONV2D,
+        .optional_mask = 0x04u, .params = p_depthwise_conv2d,
+    },
+    [ESPNN_OP_FULLY_CONNECTED] = {
+        .name = "FULLY_CONNECTED", .n_inputs = 5, .n_params = ESPNN_PARAMS_FULLY_CONNECTED,
+        .optional_mask = 0x04u, .params = p_fully_connected,
+    },
+    [ESPNN_OP_ADD] = {
+        .name = "ADD", .n_inputs = 2, .n_params = ESPNN_PARAMS_ADD, .in_place_mask = 0x03u,
+        .params = p_add,
+    },
+    [ESPNN_OP_MUL] = {
+        .name = "MUL", .n_inputs = 2, .n_params = ESPNN_PARAMS_MUL, .in_place_mask = 0x03u,
+        .params = p_mul,
+    },
+    [ESPNN_OP_MAX_POOL2D] = {
+        .name = "MAX_POOL2D", .n_inputs = 1, .n_params = ESPNN_PARAMS_MAX_POOL2D,
+        .params = p_max_pool2d,
+    },
+    [ESPNN_OP_AVG_POOL2D] = {
+        .name = "AVG_POOL2D", .n_inputs = 1, .n_params = ESPNN_PARAMS_AVG_POOL2D,
+        .params = p_avg_pool2d,
+    },
+    [ESPNN_OP_MEAN_HW] = {
+        .name = "MEAN_HW", .n_inputs = 1, .n_params = ESPNN_PARAMS_MEAN_HW, .params = p_mean_hw,
+    },
+    [ESPNN_OP_SOFTMAX] = {
+        .name = "SOFTMAX", .n_inputs = 1, .n_params = ESPNN_PARAMS_SOFTMAX, .params = p_softmax,
+    },
+    [ESPNN_OP_LUT] = {
+        .name = "LUT", .n_inputs = 2, .n_params = ESPNN_PARAMS_LUT, .in_place_mask = 0x01u,
+    },
+    [ESPNN_OP_RESHAPE] = {
+        .name = "RESHAPE", .n_inputs = 1, .n_params = ESPNN_PARAMS_RESHAPE, .in_place_mask = 0x01u,
+        .in_place_any_dims = 1,
+    },
+    [ESPNN_OP_TRANSPOSE] = {
+        .name = "TRANSPOSE", .n_inputs = 1, .n_params = ESPNN_PARAMS_TRANSPOSE,
+        .params = p_quantize,
+    },
+    [ESPNN_OP_SLICE] = {
+        .name = "SLICE", .n_inputs = 1, .n_params = ESPNN_PARAMS_SLICE, .params = p_slice,
+    },
+    [ESPNN_OP_CONCAT] = {
+        .name = "CONCAT", .n_inputs = 0, .n_params = ESPNN_PARAMS_CONCAT, .params = p_concat,
+    },
+    [ESPNN_OP_PAD] = {
+        .name = "PAD", .n_inputs = 1, .n_params = ESPNN_PARAMS_PAD, .params = p_pad,
+    },
+    [ESPNN_OP_UPSAMPLE_NEAREST] = {
+        .name = "UPSAMPLE_NEAREST", .n_inputs = 3, .n_params = ESPNN_PARAMS_UPSAMPLE_NEAREST,
+    },
 };
 
 static const espnn_op_family_t *const families[ESPNN_OP_COUNT] = {
