@@ -101,6 +101,8 @@ def test_c_header_matches_python() -> None:
     for op, spec in F.OP_SPECS.items():
         pairs[f"OP_{op.name}"] = int(op)
         pairs[f"PARAMS_{op.name}"] = len(spec.params)
+        for i, name in enumerate(spec.params):
+            pairs[f"P_{op.name}_{name.upper()}"] = i
     for name, value in pairs.items():
         assert c.get(f"ESPNN_{name}") == value, name
     c_ops = {k for k in c if k.startswith("ESPNN_OP_") and k != "ESPNN_OP_COUNT"}
