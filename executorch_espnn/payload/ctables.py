@@ -107,6 +107,7 @@ def _tables() -> tuple[list[_ParamArray], list[_Spec]]:
             "optional_mask": _mask(optional),
             "in_place_mask": _mask(s.in_place_slots),
             "in_place_any_dims": str(int(s.in_place_any_dims)),
+            "since_minor": str(s.since_minor),
             "params": params,
         }
         items = [f".{k} = {v}," for k, v in fields.items() if v not in ("0", "NULL") or k == "n_inputs"]

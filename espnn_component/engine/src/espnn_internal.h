@@ -106,6 +106,7 @@ typedef struct espnn_op_spec {
     uint8_t optional_mask; /* bit s: input slot s may be absent */
     uint8_t in_place_mask; /* bit s: the output may take exactly the bytes of input slot s */
     uint8_t in_place_any_dims; /* ... whatever its dims (RESHAPE); else the dims must match */
+    uint8_t since_minor;   /* the format minor that introduced the opcode */
     const char *const *params;
 } espnn_op_spec_t;
 
