@@ -17,10 +17,11 @@ The partitioner decides with the very same code: it lowers each candidate unit o
 its own and validates the ops it produced with the payload validator, so a node
 that would fail preprocess is refused with a reason instead.
 
-A new lowering of existing payload ops is one class in a family module (a new family
-module is also imported below).  A new payload opcode touches more: the payload spec, the
-generated C tables, a C op family, a reference kernel, a validator check, tests and docs;
-``docs/adding-an-operator.md`` lists every file in order.
+A new operator that lowers onto existing payload ops is one class in a family module (a
+new family module is also imported below), plus its quantizer annotation, tests and the
+operator table.  A new payload opcode touches more: the payload spec, the generated C tables,
+a C op family, its state size, a reference kernel, a validator check, golden cases, tests and
+docs.  ``docs/adding-an-operator.md`` lists every file, in order.
 """
 
 from __future__ import annotations
