@@ -158,7 +158,7 @@ def select_samples(
 def input_quantization(quantized: ExportedProgram) -> list[tuple[float, int] | None]:
     """(scale, zero point) of the quantize node reading each user input of the quantized
     program, None when no quantize reads it (the program's own values are then stored)."""
-    from .lowering_graph import QUANTIZE, node_op
+    from .graph.names import QUANTIZE, node_op
 
     user_inputs = set(quantized.graph_signature.user_inputs)
     out: list[tuple[float, int] | None] = []
