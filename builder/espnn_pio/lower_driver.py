@@ -2,9 +2,11 @@
 
 Run by the builder as `$PYTHONEXE lower_driver.py --model ... --out $BUILD_DIR/executorch ...`
 so that torch is imported in a child process, never in SCons itself.  Writes only into --out:
-model.pte, report.json/report.txt (from the lowering), selftest.npz (with
-custom_executorch_selftest), model_pte.h, model_pte.c, CMakeLists.txt (the ESP-IDF component of
-the generated files) and model_info.json (what the builder prints and checks).
+model.pte, report.json, report.txt and selected_operators.yaml (the lowering's, as
+`python -m executorch_espnn build` writes them; none for a ready .pte), selftest.npz (with
+custom_executorch_selftest), espnn_model/ (the generated model_pte.h, model_pte_data.S and the
+CMakeLists.txt that makes them an ESP-IDF component) and model_info.json (what the builder
+prints and checks).
 
 Exit codes: 0 ok; 2 the model or the lowering failed (stderr's last line says why);
 3 a Python package is missing from PlatformIO's Python (the line gives the pip command).
