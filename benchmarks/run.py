@@ -194,7 +194,7 @@ def bench_model(bm: bench_models.BenchModel, args: argparse.Namespace, work: Pat
                 say: Any) -> ModelResult:
     import executorch_espnn as ee
     from benchmarks import lowering_time
-    from tests.zoo import ZOO
+    from devkit.zoo import ZOO
 
     z = ZOO[bm.key]
     res = ModelResult(bm.key, bm.title)

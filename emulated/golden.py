@@ -1,6 +1,6 @@
 """Compile golden payloads and their vectors into C for the emulated bare-metal runs.
 
-Each case's payload and inputs come from ``tests/payload_factory.py`` (the golden suite);
+Each case's payload and inputs come from ``devkit/payload_factory.py`` (the golden suite);
 the expected outputs come from ``executorch_espnn.reference.run_delegate``, the bit-exact
 Python executor, never from the C engine.  ``render`` turns them into a C file through
 ``emulated/templates/golden_cases.c.j2``.
@@ -91,8 +91,8 @@ def render(cases: Iterable[GoldenCase], source: str) -> str:
 
 
 def factory_cases(seed: int = 0, *, mobilenet: bool = False) -> list[GoldenCase]:
-    """The golden suite's cases (``tests.payload_factory.all_cases``), optionally MobileNetV2."""
-    from tests.payload_factory import all_cases, mobilenet_v2_case
+    """The golden suite's cases (``devkit.payload_factory.all_cases``), optionally MobileNetV2."""
+    from devkit.payload_factory import all_cases, mobilenet_v2_case
 
     src = list(all_cases(seed))
     if mobilenet:

@@ -18,7 +18,7 @@ Per model:
 2. a measuring firmware (``cortex_m/measure_main.cpp`` + ``runtime/espnn_host_api.cpp``, the
    measurement ``host.measure`` makes) prints the pools as the 32-bit target needs them;
 3. ``model_pte.h`` is rendered with those figures by the builder's renderer
-   (``tests.host_helpers.render_model``), the inputs and ``host.run``'s outputs into
+   (``devkit.model_files.render_model``), the inputs and ``host.run``'s outputs into
    ``model_vectors.h``;
 4. the application firmware (``cortex_m/model_main.cpp``) runs them and prints
    ``EMU VERDICT PASS target=cortex-m7 model=<name> kernels=<kernels> cases=N failed=0 ...``.
@@ -120,8 +120,8 @@ def example_model(path: Path, n_cases: int = 3) -> StackModel:
 
 
 def zoo_model(name: str, n_cases: int = 3) -> StackModel:
-    from tests.lowered_zoo import lowered_zoo
-    from tests.zoo import ZOO
+    from devkit.lowered_zoo import lowered_zoo
+    from devkit.zoo import ZOO
 
     z = ZOO[name]
     batches = [z.example_inputs(), *z.test_inputs(n_cases - 1)]
@@ -173,7 +173,7 @@ def write_vectors(model: StackModel, kernels: str, out: Path) -> Path:
 
 def render_header(pte: bytes, out: Path, sizes: Any = None) -> Path:
     """model_pte.h and model_pte_data.S by the builder's renderer; returns their folder."""
-    from tests.host_helpers import render_model
+    from devkit.model_files import render_model
 
     return render_model(pte, out, sizes=sizes)
 
@@ -318,7 +318,7 @@ def run_app(p: Prepared, kernels: Kernels, tree: et_runtime.ExecutorchTree, *,
 
 
 def render_model_dir(p: Prepared, out: Path, edit: dict[str, Any] | None = None) -> Path:
-    from tests.host_helpers import render_model
+    from devkit.model_files import render_model
 
     return render_model(p.model.pte, out, sizes=p.sizes32, edit=edit)
 

@@ -383,8 +383,8 @@ def test_zoo_model_is_one_partition_and_matches_pytorch(name: str) -> None:
     the payload agrees with the quantized PyTorch model op by op until the first float32
     near-tie (a value within ~1e-6 of .5, where the float model's rounding is noise), which
     changes one or two elements by 1 LSB; the prediction is the same on every input."""
+    from devkit.zoo import ZOO
     from tests.lowering_helpers import op_by_op
-    from tests.zoo import ZOO
 
     z = ZOO[name]
     low = lower(z.model(), z.example_inputs(), calib=z.calibration_data(8), target="esp32s3")
