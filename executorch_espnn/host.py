@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import HostBuildError, HostRuntimeError, PteError
-from .program_info import BACKEND_ID, ProgramInfo, TensorDecl, read_program
+from .pte import BACKEND_ID, ProgramInfo, TensorDecl, read_program
 from .version import __version__
 
 if TYPE_CHECKING:

@@ -9,7 +9,6 @@ A ready ``.pte`` is reported on the same way, without those records.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,17 +17,12 @@ from .decisions import OpDecision
 from .errors import PteError
 from .payload import DType, Opcode, Payload, PayloadError, Storage, decode
 from .payload.state import state_bytes
-from .pte import BACKEND_ID
+from .pte import BACKEND_ID, SCALAR_TYPES, DelegateCallInfo, ProgramInfo, TensorDecl, read_program
 
 REPORT_SCHEMA = 1
 # the engine runs depthwise convolutions whose padded input is taller or wider than this on its
 # own kernel (ESP-NN indexes the padded input with int16_t; engine/ops/depthwise_conv2d.c)
 DW_MAX_SPAN = 32767
-
-# ExecuTorch ScalarType codes -> names (exir/scalar_type.py)
-_SCALAR_TYPES = {0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "float16",
-                 6: "float32", 7: "float64", 11: "bool", 15: "bfloat16"}
-_SCALAR_SIZES = {0: 1, 1: 1, 2: 2, 3: 4, 4: 8, 5: 2, 6: 4, 7: 8, 11: 1, 15: 2}
 
 UNCALIBRATED_WARNING = (
     "not calibrated: accuracy unknown, pass calibration data (calibration= in lower(), "
@@ -416,99 +410,35 @@ def analyse_payload(index: int, data: bytes) -> tuple[PartitionReport, list[Fast
 # program analysis
 
 
-@dataclass
-class _Program:
-    plan: Any
-    payloads: list[tuple[int, bytes]]  # (delegate index in the plan, payload) for our backend
-    backend_ids: list[str]
-
-
-def _load_program(pte: bytes) -> _Program:
-    from executorch.exir._serialize._program import deserialize_pte_binary
-    from executorch.exir.schema import DataLocation
-
-    data = bytes(pte)
-    if len(data) < 8 or data[4:6] != b"ET":
-        raise PteError(
-            "not a readable ExecuTorch program (no 'ET' file identifier at byte 4); "
-            "pass a .pte written by ExecuTorch's to_executorch()"
-        )
-    try:
-        program = deserialize_pte_binary(data).program
-    except Exception as exc:
-        raise PteError(
-            f"not a readable ExecuTorch program ({type(exc).__name__}: {str(exc)[:120]}); "
-            "pass a .pte written by ExecuTorch's to_executorch()"
-        ) from exc
-    if not program.execution_plan:
-        raise PteError("the program has no methods")
-    plans = [pl for pl in program.execution_plan if pl.name == "forward"] or program.execution_plan
-    plan = plans[0]
-    payloads = []
-    ids = []
-    for di, d in enumerate(plan.delegates):
-        ids.append(d.id)
-        if d.id != BACKEND_ID:
-            continue
-        if d.processed.location != DataLocation.INLINE:
-            raise PteError(f"delegate {di}: payload segment could not be restored")
-        payloads.append((di, bytes(program.backend_delegate_data[d.processed.index].data)))
-    return _Program(plan, payloads, ids)
-
-
-def _tensor_bytes(t: Any) -> int:
-    return math.prod(int(s) for s in t.sizes) * _SCALAR_SIZES.get(int(t.scalar_type), 1)
-
-
-def _instructions(plan: Any) -> list[Any]:
-    return [ins.instr_args for chain in plan.chains for ins in chain.instructions]
-
-
-def _kernel_name(plan: Any, op_index: int) -> str:
-    o = plan.operators[op_index]
-    return f"{o.name}.{o.overload}" if o.overload else str(o.name)
-
-
-def _evalue_number(plan: Any, idx: int) -> float | int | None:
-    v = plan.values[idx].val
-    for attr in ("double_val", "int_val"):
-        if hasattr(v, attr):
-            val = getattr(v, attr)
-            return val if isinstance(val, int | float) else None
-    return None
-
-
-def _io_specs(prog: _Program, decoded: dict[int, Payload], names_in: Sequence[str] | None,
+def _io_specs(info: ProgramInfo, decoded: dict[int, Payload], names_in: Sequence[str] | None,
               names_out: Sequence[str] | None) -> tuple[list[TensorSpec], list[TensorSpec]]:
     """Program inputs/outputs with the int8 side's quantization when one is visible."""
-    from executorch.exir.schema import DelegateCall, KernelCall
-
-    plan = prog.plan
     consumers: dict[int, list[tuple[str, int, int]]] = {}  # value -> (kind, index, slot)
     producers: dict[int, tuple[str, int, int]] = {}
-    for ins in _instructions(plan):
-        if isinstance(ins, DelegateCall) and ins.delegate_index in decoded:
-            p = decoded[ins.delegate_index]
+    kernel_args: dict[int, tuple[int, ...]] = {}
+    for i, call in enumerate(info.calls):
+        if isinstance(call, DelegateCallInfo):
+            if call.delegate_index not in decoded:
+                continue
+            p = decoded[call.delegate_index]
             n_in = len(p.inputs)
-            for k, v in enumerate(ins.args[:n_in]):
-                consumers.setdefault(v, []).append(("delegate", ins.delegate_index, k))
-            for k, v in enumerate(ins.args[n_in:n_in + len(p.outputs)]):
-                producers[v] = ("delegate", ins.delegate_index, k)
-        elif isinstance(ins, KernelCall):
-            name = _kernel_name(plan, ins.op_index)
-            if name.startswith("quantized_decomposed::quantize_per_tensor") and ins.args:
-                consumers.setdefault(ins.args[0], []).append(("q", id(ins), 0))
-            if name.startswith("quantized_decomposed::dequantize_per_tensor") and ins.args:
-                producers[ins.args[-1]] = ("dq", id(ins), 0)
-    kernel_args = {id(ins): ins.args for ins in _instructions(plan) if isinstance(ins, KernelCall)}
+            for k, v in enumerate(call.args[:n_in]):
+                consumers.setdefault(v, []).append(("delegate", call.delegate_index, k))
+            for k, v in enumerate(call.args[n_in:n_in + len(p.outputs)]):
+                producers[v] = ("delegate", call.delegate_index, k)
+        else:
+            kernel_args[i] = call.args
+            if call.op.startswith("quantized_decomposed::quantize_per_tensor") and call.args:
+                consumers.setdefault(call.args[0], []).append(("q", i, 0))
+            if call.op.startswith("quantized_decomposed::dequantize_per_tensor") and call.args:
+                producers[call.args[-1]] = ("dq", i, 0)
 
     def first_reader(p: Payload, tid: int) -> Any:
         return next((op for op in p.ops if tid in op.inputs), None)
 
-    def spec(v: int, name: str, is_input: bool) -> TensorSpec:
-        t = plan.values[v].val
-        shape = tuple(int(s) for s in getattr(t, "sizes", ()))
-        dtype = _SCALAR_TYPES.get(int(getattr(t, "scalar_type", -1)), "other")
+    def spec(v: int, decl: TensorDecl | None, name: str, is_input: bool) -> TensorSpec:
+        shape = decl.sizes if decl is not None else ()
+        dtype = decl.dtype if decl is not None and decl.scalar_type in SCALAR_TYPES else "other"
         if dtype == "int8":
             return TensorSpec(name, shape, dtype, None, None, None)
         links = consumers.get(v, []) if is_input else ([producers[v]] if v in producers else [])
@@ -530,38 +460,21 @@ def _io_specs(prog: _Program, decoded: dict[int, Payload], names_in: Sequence[st
                         return TensorSpec(name, shape, dtype, q.scale, q.zero_point, "delegate")
             else:
                 args = kernel_args[idx]
-                scale, zp = _evalue_number(plan, args[1]), _evalue_number(plan, args[2])
+                scale, zp = info.scalars.get(args[1]), info.scalars.get(args[2])
                 if scale is not None and zp is not None:
                     return TensorSpec(name, shape, dtype, float(scale), int(zp), "cpu")
         return TensorSpec(name, shape, dtype)
 
-    ins_ = [spec(v, (names_in[k] if names_in and k < len(names_in) else f"input{k}"), True)
-            for k, v in enumerate(plan.inputs)]
-    outs = [spec(v, (names_out[k] if names_out and k < len(names_out) else f"output{k}"), False)
-            for k, v in enumerate(plan.outputs)]
+    ins_ = [spec(v, d, (names_in[k] if names_in and k < len(names_in) else f"input{k}"), True)
+            for k, (v, d) in enumerate(zip(info.input_values, info.inputs, strict=True))]
+    outs = [spec(v, d, (names_out[k] if names_out and k < len(names_out) else f"output{k}"), False)
+            for k, (v, d) in enumerate(zip(info.output_values, info.outputs, strict=True))]
     return ins_, outs
 
 
-def _cpu_kernel_entries(prog: _Program) -> list[OpEntry]:
-    from executorch.exir.schema import KernelCall
-
-    plan = prog.plan
-    out = []
-    frames_by_instr: list[Any] = []
-    for chain in plan.chains:
-        st = chain.stacktrace or []
-        frames_by_instr += list(st) + [None] * (len(chain.instructions) - len(st))
-    for i, ins in enumerate(_instructions(plan)):
-        if not isinstance(ins, KernelCall):
-            continue
-        loc = None
-        fl = frames_by_instr[i] if i < len(frames_by_instr) else None
-        if fl is not None and fl.items:
-            f = fl.items[-1]
-            loc = f"{f.filename}:{f.lineno} in {f.name}"
-        out.append(OpEntry(_kernel_name(plan, ins.op_index), loc,
-                           "runs on ExecuTorch's CPU kernels (a ready .pte carries no reasons)"))
-    return out
+def _cpu_kernel_entries(info: ProgramInfo) -> list[OpEntry]:
+    return [OpEntry(k.op, k.location, "runs on ExecuTorch's CPU kernels (a ready .pte carries no reasons)")
+            for k in info.kernel_calls]
 
 
 def build_report(
@@ -578,12 +491,13 @@ def build_report(
     """The report of a ``.pte``.  ``decisions`` (from ``EspNNPartitioner.decisions``) supply
     the reasons and locations; without them (a ready .pte) operators are listed from the
     payloads and the program's CPU instructions."""
-    prog = _load_program(pte)
-    plan = prog.plan
+    info = read_program(pte, None)
+    ours = [(di, data) for di, (bid, data) in enumerate(zip(info.backends, info.payloads, strict=True))
+            if bid == BACKEND_ID]
     partitions: list[PartitionReport] = []
     fast: list[FastPathLayer] = []
     decoded: dict[int, Payload] = {}
-    for part, (di, data) in enumerate(prog.payloads):
+    for part, (di, data) in enumerate(ours):
         rep, layers, p = analyse_payload(part, data)
         partitions.append(rep)
         fast += layers
@@ -597,15 +511,11 @@ def build_report(
         cpu = [OpEntry(d.op, d.location, d.reason, None, d.node) for d in ds if not d.delegated]
     else:
         delegated = [OpEntry(name, None, "", r.index) for r in partitions for name in r.ops]
-        cpu = _cpu_kernel_entries(prog)
+        cpu = _cpu_kernel_entries(info)
 
-    cpu_weights = 0
-    for v in plan.values:
-        t = v.val
-        if hasattr(t, "data_buffer_idx") and t.data_buffer_idx > 0 and t.allocation_info is None:
-            cpu_weights += _tensor_bytes(t)
-    planned = [int(b) for b in plan.non_const_buffer_sizes[1:]]
-    ins, outs = _io_specs(prog, decoded, input_names, output_names)
+    cpu_weights = info.constant_tensor_bytes
+    planned = list(info.planned_buffers)
+    ins, outs = _io_specs(info, decoded, input_names, output_names)
 
     tgt = target or (partitions[0].target if partitions else "unknown")
     warn = list(warnings)
@@ -616,7 +526,7 @@ def build_report(
     for r in partitions:
         if target is not None and r.target not in (target, "generic"):
             warn.append(f"partition {r.index} was built for {r.target}, not {target}")
-    other = sorted({b for b in prog.backend_ids if b != BACKEND_ID})
+    other = sorted({b for b in info.backends if b != BACKEND_ID})
     if other:
         warn.append(f"the program also holds delegates of other backends: {', '.join(other)}")
 
@@ -634,7 +544,7 @@ def build_report(
         inputs=ins,
         outputs=outs,
         fast_path=fast,
-        cpu_kernels=sorted({_kernel_name(plan, i) for i in range(len(plan.operators))}),
+        cpu_kernels=sorted(set(info.operators)),
         cpu_weights_bytes=cpu_weights,
         planned_buffers=planned,
         warnings=warn,

@@ -38,6 +38,7 @@ from typing import Any
 import yaml  # type: ignore[import-untyped]  # (PyYAML, installed with executorch)
 
 from .errors import SelectiveBuildError
+from .pte import UnreadableProgramError, load
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates" / "executorch_codegen"
 SELECTED_YAML = "selected_operators.yaml"
@@ -119,22 +120,15 @@ def operators_of_pte(pte: Path, out_yaml: Path) -> dict[str, Any]:
     It runs in a child process: its flatbuffer reader is native code that crashes on some
     corrupt files, and a corrupt model must give an error, not take the build down.
     """
-    data = pte.read_bytes()
-    if len(data) < 8 or data[4:6] != b"ET":
-        raise SelectiveBuildError(
-            f"{pte} cannot be read as an ExecuTorch program (.pte): it lacks the ETxx file "
-            "identifier at byte 4; pass the .pte the lowering wrote"
-        )
     # gen_oplist's native reader does not verify the flatbuffer: on a corrupt body it may
     # crash or, depending on what the stray offsets hit, succeed with garbage.  ExecuTorch's
-    # Python deserializer checks every offset, so a program it cannot read stops here.
-    from executorch.exir._serialize._program import deserialize_pte_binary
-
+    # Python deserializer (our one reader) checks every offset, so a program it cannot read
+    # stops here.
     try:
-        deserialize_pte_binary(data)
-    except Exception as exc:  # the flatbuffer reader raises many types
+        load(pte.read_bytes())
+    except UnreadableProgramError as exc:
         raise SelectiveBuildError(
-            f"{pte} cannot be read as an ExecuTorch program (.pte): {type(exc).__name__}: {exc}; "
+            f"{pte} cannot be read as an ExecuTorch program (.pte): {exc.reason}; "
             "pass the .pte the lowering wrote"
         ) from exc
     cmd = [

@@ -21,7 +21,7 @@ import pytest
 from executorch_espnn import host
 from executorch_espnn.errors import HostBuildError, HostRuntimeError
 from executorch_espnn.payload import DType
-from executorch_espnn.program_info import read_program
+from executorch_espnn.pte import read_program
 from executorch_espnn.version import __version__, version_tuple
 from tests.host_helpers import (
     BACKEND_ID,

@@ -363,7 +363,7 @@ def test_coexists_with_a_backend_named_EspNNBackend() -> None:
 
 
 def test_pte_errors() -> None:
-    with pytest.raises(PteError, match="not an ExecuTorch program"):
+    with pytest.raises(PteError, match="not a readable ExecuTorch program"):
         pte.delegate_payloads(b"\x00" * 64)
     with pytest.raises(PteError, match="truncated or corrupt"):
         pte.backend_ids(b"\x00\x00\x00\x00ET12" + b"\xff" * 40)

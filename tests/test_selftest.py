@@ -18,7 +18,7 @@ from torch import nn
 import executorch_espnn as ee
 from executorch_espnn import cli
 from executorch_espnn.errors import OptionValueError, ValidationDataError
-from executorch_espnn.program_info import read_program
+from executorch_espnn.pte import read_program
 from executorch_espnn.reference import run_delegate
 from executorch_espnn.selftest import MAX_CASES, SelfTest
 
