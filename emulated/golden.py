@@ -13,10 +13,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import jinja2
 import numpy as np
 import numpy.typing as npt
 
+from executorch_espnn import rendering
 from executorch_espnn.payload import Storage, decode
 from executorch_espnn.payload.state import state_bytes
 from executorch_espnn.reference import run_delegate
@@ -58,7 +58,7 @@ def make_case(name: str, payload: bytes, inputs: Sequence[npt.NDArray[np.generic
     return GoldenCase(name, payload, ins, outs, multibyte, ram)
 
 
-def c_string(data: bytes) -> str:
+def c_bytes(data: bytes) -> str:
     """Adjacent string literals of \\xHH escapes: compiles much faster than {0x.., ...}."""
     if not data:
         return '""'
@@ -76,15 +76,8 @@ def render(cases: Iterable[GoldenCase], source: str) -> str:
     names = [c.name for c in cases]
     if len(set(names)) != len(names):
         raise ValueError("golden case names must be unique")
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-    )
-    env.filters["c_string"] = c_string
+    env = rendering.environment(TEMPLATES)
+    env.filters["c_bytes"] = c_bytes
     pool = _align16(max(c.ram_bytes for c in cases) + 256)
     return env.get_template("golden_cases.c.j2").render(cases=cases, source=source,
                                                         pool_bytes=pool)

@@ -37,13 +37,13 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-import jinja2
 import numpy as np
 
 from emulated import build, component, et_runtime, golden, targets
 from emulated.build import Unit
 from emulated.component import C_STRICT, CXX_STRICT, Kernels, includes
 from emulated.targets import COMPONENT, EMU, ROOT
+from executorch_espnn import rendering
 
 TARGET = targets.CORTEX_M7
 CORTEX_M = EMU / "cortex_m"
@@ -147,14 +147,11 @@ def load_model(name: str) -> StackModel:
 
 
 def _render(template: str, out: Path, **ctx: Any) -> Path:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
-                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                             trim_blocks=True, lstrip_blocks=True, autoescape=False)
-    env.filters["c_string"] = golden.c_string
+    env = rendering.environment(TEMPLATES)
+    env.filters["c_bytes"] = golden.c_bytes
     text = env.get_template(template).render(**ctx)
     out.parent.mkdir(parents=True, exist_ok=True)
-    if not out.is_file() or out.read_text() != text:
-        out.write_text(text)
+    rendering.write_if_changed(out, text)
     return out
 
 

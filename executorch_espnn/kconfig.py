@@ -19,13 +19,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import jinja2
 import kconfiglib
 
+from . import rendering
 from .errors import KconfigError
 
 PREFIX = "ESPNN_ET_"
-TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
 _ASSIGN = re.compile(r"^\s*CONFIG_(?P<name>[A-Za-z0-9_]+)=(?P<value>.*)$")
 _SYMBOL_IN_WARNING = re.compile(r"\b(ESPNN_ET_\w+|SPIRAM)\b")
 
@@ -41,18 +40,14 @@ class Assignment:
     origin: str  # "sdkconfig.defaults:3" or "overrides"
 
 
-def _env() -> jinja2.Environment:
-    if not (TEMPLATES / "kconfig").is_dir():
+def _render(template: str, **context: object) -> str:
+    folder = rendering.templates_dir() / "kconfig"
+    if not folder.is_dir():
         raise KconfigError(
-            f"the Kconfig templates are missing from {TEMPLATES / 'kconfig'}; "
+            f"the Kconfig templates are missing from {folder}; "
             "reinstall executorch-espnn from a complete checkout"
         )
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        autoescape=False,
-    )
+    return rendering.render(f"kconfig/{template}", **context)
 
 
 def standalone_kconfig(kconfig: Path, out_dir: Path, *, spiram_default: bool = False) -> Path:
@@ -71,13 +66,8 @@ def standalone_kconfig(kconfig: Path, out_dir: Path, *, spiram_default: bool = F
         )
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / "Kconfig.standalone"
-    text = (
-        _env()
-        .get_template("kconfig/Kconfig.standalone.j2")
-        .render(kconfig=kconfig.as_posix(), spiram_default=spiram_default)
-    )
-    if not out.is_file() or out.read_text(encoding="utf-8") != text:
-        out.write_text(text, encoding="utf-8")
+    text = _render("Kconfig.standalone.j2", kconfig=kconfig.as_posix(), spiram_default=spiram_default)
+    rendering.write_if_changed(out, text)
     return out
 
 
@@ -288,16 +278,12 @@ def render_header(
             macros.append((name, text))
     if not macros:
         raise KconfigError("no CONFIG_ESPNN_ET_* values to write; pass the dict resolve() returned")
-    text = (
-        _env()
-        .get_template("kconfig/espnn_sdkconfig.h.j2")
-        .render(
-            macros=macros,
-            kconfig=str(kconfig) if kconfig else "espnn_component/Kconfig",
-            sources=[str(s) for s in sources],
-        )
+    text = _render(
+        "espnn_sdkconfig.h.j2",
+        macros=macros,
+        kconfig=str(kconfig) if kconfig else "espnn_component/Kconfig",
+        sources=[str(s) for s in sources],
     )
     out.parent.mkdir(parents=True, exist_ok=True)
-    if not out.is_file() or out.read_text(encoding="utf-8") != text:
-        out.write_text(text, encoding="utf-8")
+    rendering.write_if_changed(out, text)
     return out

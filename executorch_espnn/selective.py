@@ -39,8 +39,8 @@ import yaml  # type: ignore[import-untyped]  # (PyYAML, installed with executorc
 
 from .errors import SelectiveBuildError
 from .pte import UnreadableProgramError, load
+from .rendering import templates_dir
 
-TEMPLATES = Path(__file__).resolve().parents[1] / "templates" / "executorch_codegen"
 SELECTED_YAML = "selected_operators.yaml"
 REGISTRATION = "RegisterCodegenUnboxedKernels.cpp"
 OUTPUTS = (SELECTED_YAML, REGISTRATION, "RegisterKernels.h", "NativeFunctions.h", "Functions.h")
@@ -181,10 +181,15 @@ def _functions_yaml(selected: set[str], kernels: KernelSources, out: Path) -> No
     out.write_text(yaml.safe_dump(portable + quantized, sort_keys=False), encoding="utf-8")
 
 
+def codegen_templates() -> Path:
+    """This package's templates for ExecuTorch's codegen (its own format, not jinja2)."""
+    return templates_dir() / "executorch_codegen"
+
+
 def _run_codegen(functions_yaml: Path, selection: Path, kernels: KernelSources, out: Path) -> None:
     cmd = [
         sys.executable, "-m", "executorch.codegen.gen",
-        "--source-path", str(TEMPLATES),
+        "--source-path", str(codegen_templates()),
         "--functions-yaml-path", str(functions_yaml),
         "--aten-yaml-path", str(kernels.native_functions_yaml),
         "--tags-path", str(kernels.tags_yaml),
@@ -207,9 +212,9 @@ def generate(
         raise SelectiveBuildError(
             f"{src} does not exist; pass the model's .pte or selected_operators.yaml"
         )
-    if not (TEMPLATES / "templates" / REGISTRATION).is_file():
+    if not (codegen_templates() / "templates" / REGISTRATION).is_file():
         raise SelectiveBuildError(
-            f"the codegen templates are missing from {TEMPLATES}; use a complete checkout"
+            f"the codegen templates are missing from {codegen_templates()}; use a complete checkout"
         )
     kernels = kernels or KernelSources.from_wheel()
     out_dir.mkdir(parents=True, exist_ok=True)
