@@ -146,7 +146,7 @@ def _fast_path(res: ModelResult, lm: Any) -> None:
     from benchmarks.fastpath import classify, mac_share
     from executorch_espnn.payload import decode
     from executorch_espnn.pte import delegate_payloads
-    from executorch_espnn.report import _table
+    from executorch_espnn.report.text import _table
 
     rep = lm.report
     mine = []
@@ -277,7 +277,7 @@ def markdown_table(head: list[str], rows: list[list[str]]) -> str:
 
 
 def text_table(head: list[str], rows: list[list[str]]) -> str:
-    from executorch_espnn.report import _table
+    from executorch_espnn.report.text import _table
 
     return "\n".join(_table(head, rows))
 

@@ -1,25 +1,18 @@
-"""What a lowering produced: delegated and CPU operators, partitions, memory, fast paths.
-
-Every figure is derived from the bytes of the ``.pte`` (the program's memory plan, its
-operator table and instructions) and from decoding each delegate payload with
-``executorch_espnn.payload.decode``; the partitioner's decision records only add what the
-bytes cannot tell (the reason an operator stayed on the CPU and its source location).
-A ready ``.pte`` is reported on the same way, without those records.
-"""
+"""The report's figures, derived from the bytes of the ``.pte`` (read by executorch_espnn.pte)
+and of each decoded delegate payload, plus the partitioner's decisions when there are any."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from .decisions import OpDecision
-from .errors import PteError
-from .payload import DType, Opcode, Payload, PayloadError, Storage, decode
-from .payload.state import state_bytes
-from .pte import BACKEND_ID, SCALAR_TYPES, DelegateCallInfo, ProgramInfo, TensorDecl, read_program
+from ..decisions import OpDecision
+from ..errors import PteError
+from ..payload import DType, Opcode, Payload, PayloadError, Storage, decode
+from ..payload.state import state_bytes
+from ..pte import BACKEND_ID, SCALAR_TYPES, DelegateCallInfo, ProgramInfo, TensorDecl, read_program
+from .records import FastPathLayer, LoweringReport, OpEntry, PartitionReport, TensorSpec
 
-REPORT_SCHEMA = 1
 # the engine runs depthwise convolutions whose padded input is taller or wider than this on its
 # own kernel (ESP-NN indexes the padded input with int16_t; engine/ops/depthwise_conv2d.c)
 DW_MAX_SPAN = 32767
@@ -28,241 +21,6 @@ UNCALIBRATED_WARNING = (
     "not calibrated: accuracy unknown, pass calibration data (calibration= in lower(), "
     "calibration_data() in the model file, or --calibration data.npz)"
 )
-
-
-# ---------------------------------------------------------------------------------------------
-# records
-
-
-@dataclass(frozen=True)
-class OpEntry:
-    """One operator of the lowered graph: where it runs and why."""
-
-    operator: str  # "aten.convolution.default" (edge op), or a payload opcode / CPU kernel name
-    location: str | None  # "model.py:42 in forward" when known
-    reason: str  # why it stays on the CPU; "" when delegated
-    partition: int | None = None  # partition index when delegated
-    node: str | None = None  # FX node name when known
-
-
-@dataclass(frozen=True)
-class TensorSpec:
-    """A delegate or program input/output."""
-
-    name: str
-    shape: tuple[int, ...]
-    dtype: str  # "float32", "int8", …
-    scale: float | None = None  # quantization of the int8 side, when there is one
-    zero_point: int | None = None
-    quantized_by: str | None = None  # "delegate" (q/dq inside the payload), "cpu" (a CPU kernel), "input"
-
-
-@dataclass(frozen=True)
-class PartitionReport:
-    index: int
-    ops: tuple[str, ...]  # payload opcodes in execution order
-    n_tensors: int
-    arena_bytes: int  # activations + scratch, as planned
-    arena_lower_bound: int  # peak of simultaneously live bytes, recomputed from the op list
-    scratch_bytes: int  # the largest scratch of one op (included in arena_bytes)
-    weights_bytes: int  # the payload's constants section
-    state_bytes: int | None  # decoded engine state (None: formula not available)
-    payload_bytes: int
-    inputs: tuple[TensorSpec, ...]
-    outputs: tuple[TensorSpec, ...]
-    target: str
-    producer: str
-
-
-@dataclass(frozen=True)
-class FastPathLayer:
-    """A conv/depthwise/FC layer and whether ESP-NN's ESP32-S3 optimised kernel takes it."""
-
-    partition: int
-    op: int  # op index inside the payload
-    layer: str  # "conv 3x3/2", "depthwise 3x3/1", "fc 1280->1000"
-    shape: str  # "96x96x3 -> 48x48x16"
-    macs: int
-    fast: bool
-    why: str
-
-
-@dataclass
-class LoweringReport:
-    target: str
-    delegated_ops: list[OpEntry]
-    cpu_ops: list[OpEntry]
-    partitions: list[PartitionReport]
-    arena_bytes: int  # sum of the delegates' arenas (scratch included)
-    planned_bytes: int  # ExecuTorch's planned buffers, every mem id
-    weights_bytes: int  # delegate constants + CPU-side constant tensors
-    state_bytes: int | None  # sum of the delegates' decoded engine state
-    pte_bytes: int
-    inputs: list[TensorSpec]
-    outputs: list[TensorSpec]
-    fast_path: list[FastPathLayer]
-    cpu_kernels: list[str]  # the program's CPU operator table, "aten::abs.out"
-    cpu_weights_bytes: int = 0
-    planned_buffers: list[int] = field(default_factory=list)  # per mem id (1…)
-    warnings: list[str] = field(default_factory=list)
-    calibrated: bool | None = None  # None: unknown (a ready .pte)
-    timings: dict[str, float] = field(default_factory=dict)  # seconds per lowering stage
-    versions: dict[str, str] = field(default_factory=dict)  # package/format/toolchain versions
-
-    @property
-    def delegate_weights_bytes(self) -> int:
-        return sum(p.weights_bytes for p in self.partitions)
-
-    @property
-    def fast_path_mac_share(self) -> float | None:
-        """Share of conv/depthwise/FC MACs in layers that meet the S3 fast-path conditions."""
-        total = sum(layer.macs for layer in self.fast_path)
-        if total == 0:
-            return None
-        return sum(layer.macs for layer in self.fast_path if layer.fast) / total
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable; keys are stable (``schema`` bumps when they change)."""
-
-        def op(e: OpEntry) -> dict[str, Any]:
-            return {"operator": e.operator, "location": e.location, "reason": e.reason,
-                    "partition": e.partition, "node": e.node}
-
-        def ts(t: TensorSpec) -> dict[str, Any]:
-            return {"name": t.name, "shape": list(t.shape), "dtype": t.dtype, "scale": t.scale,
-                    "zero_point": t.zero_point, "quantized_by": t.quantized_by}
-
-        return {
-            "schema": REPORT_SCHEMA,
-            "target": self.target,
-            "calibrated": self.calibrated,
-            "pte_bytes": self.pte_bytes,
-            "arena_bytes": self.arena_bytes,
-            "planned_bytes": self.planned_bytes,
-            "planned_buffers": list(self.planned_buffers),
-            "weights_bytes": self.weights_bytes,
-            "delegate_weights_bytes": self.delegate_weights_bytes,
-            "cpu_weights_bytes": self.cpu_weights_bytes,
-            "state_bytes": self.state_bytes,
-            "n_delegated_ops": len(self.delegated_ops),
-            "n_cpu_ops": len(self.cpu_ops),
-            "delegated_ops": [op(e) for e in self.delegated_ops],
-            "cpu_ops": [op(e) for e in self.cpu_ops],
-            "cpu_kernels": list(self.cpu_kernels),
-            "partitions": [
-                {
-                    "index": p.index, "ops": list(p.ops), "n_ops": len(p.ops),
-                    "n_tensors": p.n_tensors, "arena_bytes": p.arena_bytes,
-                    "arena_lower_bound": p.arena_lower_bound, "scratch_bytes": p.scratch_bytes,
-                    "weights_bytes": p.weights_bytes, "state_bytes": p.state_bytes,
-                    "payload_bytes": p.payload_bytes, "target": p.target, "producer": p.producer,
-                    "inputs": [ts(t) for t in p.inputs], "outputs": [ts(t) for t in p.outputs],
-                }
-                for p in self.partitions
-            ],
-            "inputs": [ts(t) for t in self.inputs],
-            "outputs": [ts(t) for t in self.outputs],
-            "fast_path": {
-                "mac_share": self.fast_path_mac_share,
-                "layers": [
-                    {"partition": f.partition, "op": f.op, "layer": f.layer, "shape": f.shape,
-                     "macs": f.macs, "fast": f.fast, "why": f.why}
-                    for f in self.fast_path
-                ],
-            },
-            "timings": dict(self.timings),
-            "versions": dict(self.versions),
-            "warnings": list(self.warnings),
-        }
-
-    def summary(self) -> str:
-        """Two lines: where the operators run, and the memory figures."""
-        n_part = len(self.partitions)
-        ops = (f"{len(self.delegated_ops)} operators on ESP-NN in {n_part} partition"
-               f"{'' if n_part == 1 else 's'}, {len(self.cpu_ops)} on the CPU")
-        state = "n/a" if self.state_bytes is None else _b(self.state_bytes)
-        mem = (f"arena {_b(self.arena_bytes)}, planned {_b(self.planned_bytes)}, "
-               f"weights {_b(self.weights_bytes)}, state {state}, .pte {_b(self.pte_bytes)}")
-        return f"{ops}\n{mem}"
-
-    def __str__(self) -> str:
-        out = [f"ESP-NN lowering report (target {self.target})", ""]
-        out += ["  " + line for line in self.summary().splitlines()]
-        share = self.fast_path_mac_share
-        if share is not None:
-            out.append(f"  ESP32-S3 fast paths: {100 * share:.1f}% of "
-                       f"{_macs(sum(f.macs for f in self.fast_path))} MACs")
-        for kind, specs in (("input", self.inputs), ("output", self.outputs)):
-            for t in specs:
-                out.append(f"  {kind} {t.name}: {_spec(t)}")
-        if self.partitions:
-            out += ["", "Partitions"]
-            out += _table(
-                ["#", "ops", "tensors", "arena", "peak live", "scratch", "weights", "in -> out"],
-                [[str(p.index), str(len(p.ops)), str(p.n_tensors), _b(p.arena_bytes),
-                  _b(p.arena_lower_bound), _b(p.scratch_bytes), _b(p.weights_bytes),
-                  f"{len(p.inputs)} -> {len(p.outputs)}"] for p in self.partitions],
-            )
-        out += ["", f"Operators on the CPU ({len(self.cpu_ops)})"]
-        if self.cpu_ops:
-            out += _table(["operator", "location", "reason"],
-                          [[e.operator, e.location or "-", e.reason] for e in self.cpu_ops])
-        else:
-            out.append("  none: everything runs on ESP-NN")
-        out += ["", "Memory (bytes)"]
-        out += _table(
-            ["what", "bytes", "notes"],
-            [
-                ["delegate arena", _b(self.arena_bytes), "activations + kernel scratch"],
-                ["ExecuTorch planned", _b(self.planned_bytes),
-                 "mem ids " + (", ".join(_b(b) for b in self.planned_buffers) or "-")],
-                ["weights", _b(self.weights_bytes),
-                 f"delegate {_b(self.delegate_weights_bytes)} + CPU {_b(self.cpu_weights_bytes)}"],
-                ["delegate state", "n/a" if self.state_bytes is None else _b(self.state_bytes),
-                 "decoded engine tables"],
-                [".pte", _b(self.pte_bytes), ""],
-            ],
-        )
-        if self.fast_path:
-            note = "" if self.target == "esp32s3" else f" (informational: target is {self.target})"
-            out += ["", f"ESP32-S3 fast paths per layer{note}"]
-            out += _table(
-                ["part", "op", "layer", "shape", "MACs", "fast", "why"],
-                [[str(f.partition), str(f.op), f.layer, f.shape, _macs(f.macs),
-                  "yes" if f.fast else "NO", f.why] for f in self.fast_path],
-            )
-        if self.timings:
-            out += ["", "Lowering time: " + ", ".join(f"{k} {v:.2f} s" for k, v in self.timings.items())]
-        if self.warnings:
-            out += ["", "Warnings"] + [f"  - {w}" for w in self.warnings]
-        return "\n".join(out) + "\n"
-
-
-def _b(n: int) -> str:
-    return f"{n:,}"
-
-
-def _macs(n: int) -> str:
-    for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if n >= div:
-            return f"{n / div:.2f} {unit}"
-    return str(n)
-
-
-def _spec(t: TensorSpec) -> str:
-    s = f"{t.dtype}{list(t.shape)}"
-    if t.scale is not None:
-        s += f" (int8 side: scale {t.scale:.6g}, zero point {t.zero_point}, by the {t.quantized_by})"
-    return s
-
-
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-
-    def line(cells: Sequence[str]) -> str:
-        return "  " + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
-
-    return [line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -558,8 +316,8 @@ def _versions() -> dict[str, str]:
     """What made this report: our package, the payload format, torch and ExecuTorch."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from .payload.format import FORMAT_MAJOR, FORMAT_MINOR
-    from .version import __version__
+    from ..payload.format import FORMAT_MAJOR, FORMAT_MINOR
+    from ..version import __version__
 
     out = {"executorch_espnn": __version__, "payload_format": f"{FORMAT_MAJOR}.{FORMAT_MINOR}"}
     for dist in ("torch", "executorch"):
