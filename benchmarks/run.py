@@ -146,7 +146,7 @@ def _fast_path(res: ModelResult, lm: Any) -> None:
     from benchmarks.fastpath import classify, mac_share
     from executorch_espnn.payload import decode
     from executorch_espnn.pte import delegate_payloads
-    from executorch_espnn.report.text import _table
+    from executorch_espnn.report.text import table
 
     rep = lm.report
     mine = []
@@ -168,7 +168,7 @@ def _fast_path(res: ModelResult, lm: Any) -> None:
     rows = [[str(f.partition), str(f.op), f.layer, f.shape, f"{f.macs:,}", "yes" if f.fast else "NO", f.why]
             for f in rep.fast_path]
     if rows:
-        res.fast_table = "\n".join(_table(["part", "op", "layer", "shape", "MACs", "fast", "why"], rows))
+        res.fast_table = table(["part", "op", "layer", "shape", "MACs", "fast", "why"], rows)
 
 
 def _callgrind(res: ModelResult, lm: Any, cpu_pte: bytes, work: Path, runner: Any) -> None:
@@ -277,9 +277,9 @@ def markdown_table(head: list[str], rows: list[list[str]]) -> str:
 
 
 def text_table(head: list[str], rows: list[list[str]]) -> str:
-    from executorch_espnn.report.text import _table
+    from executorch_espnn.report.text import table
 
-    return "\n".join(_table(head, rows))
+    return table(head, rows)
 
 
 def targets(results: list[ModelResult], pio: dict[str, Any] | None) -> list[tuple[str, str, str]]:

@@ -43,6 +43,11 @@ def c_float(x: float) -> str:
     return text + "f"
 
 
+def column_widths(headers: list[str], rows: list[list[str]]) -> list[int]:
+    """The width of each column of a text table (templates/text/table.j2): its widest cell."""
+    return [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+
+
 def environment(*search: Path) -> jinja2.Environment:
     """The configured environment over ``search`` (looked in first) and :func:`templates_dir`."""
     import jinja2
@@ -57,6 +62,7 @@ def environment(*search: Path) -> jinja2.Environment:
     )
     env.filters["c_string"] = c_string
     env.filters["c_float"] = c_float
+    env.globals["column_widths"] = column_widths
     return env
 
 

@@ -67,3 +67,15 @@ def test_write_if_changed_leaves_an_unchanged_file_alone(tmp_path: Path) -> None
     assert not rendering.write_if_changed(path, "x\n")
     assert path.stat().st_mtime_ns == before
     assert rendering.write_if_changed(path, "y\n") and path.read_text() == "y\n"
+
+
+def test_text_table_pads_columns_and_drops_trailing_blanks() -> None:
+    from executorch_espnn.report.text import table
+
+    assert table(["a", "bb", "c"], [["xxx", "y", ""], ["z", "", ""]]) == (
+        "  a    bb  c\n"
+        "  ---  --  -\n"
+        "  xxx  y\n"
+        "  z"
+    )
+    assert table(["only"], []) == "  only\n  ----"

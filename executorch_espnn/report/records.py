@@ -154,7 +154,7 @@ class LoweringReport:
 
     def summary(self) -> str:
         """Two lines: where the operators run, and the memory figures."""
-        return text.summary(self)
+        return text.summary(self.to_dict())
 
     def __str__(self) -> str:
-        return text.report_text(self)
+        return text.report_text(self.to_dict())

@@ -1,8 +1,9 @@
-"""report.txt: the lowering report as text (``str(LoweringReport)``) and its two-line summary.
+"""report.txt: the lowering report as text (``str(LoweringReport)``) and its two-line summary,
+rendered from templates/report/ out of the report's JSON form (``LoweringReport.to_dict()``,
+what report.json holds), so the two files carry the same facts; this module formats the cells.
 
-``records`` imports this module to render itself, so this one does not import ``records``
-back (not even for types: the package's import graph has no cycle); ``r`` is a
-``LoweringReport``, ``t`` a ``TensorSpec``.
+It reads the JSON form rather than the records because ``records`` imports this module to
+render itself: nothing here imports ``records`` back (the package's import graph has no cycle).
 """
 
 from __future__ import annotations
@@ -10,68 +11,58 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .. import rendering
 
-def summary(r: Any) -> str:
-    n_part = len(r.partitions)
-    ops = (f"{len(r.delegated_ops)} operators on ESP-NN in {n_part} partition"
-           f"{'' if n_part == 1 else 's'}, {len(r.cpu_ops)} on the CPU")
-    state = "n/a" if r.state_bytes is None else _b(r.state_bytes)
-    mem = (f"arena {_b(r.arena_bytes)}, planned {_b(r.planned_bytes)}, "
-           f"weights {_b(r.weights_bytes)}, state {state}, .pte {_b(r.pte_bytes)}")
-    return f"{ops}\n{mem}"
+Report = dict[str, Any]  # LoweringReport.to_dict()
+Table = tuple[list[str], list[list[str]]]  # headers, rows
 
 
-def report_text(r: Any) -> str:
-    out = [f"ESP-NN lowering report (target {r.target})", ""]
-    out += ["  " + line for line in summary(r).splitlines()]
-    share = r.fast_path_mac_share
-    if share is not None:
-        out.append(f"  ESP32-S3 fast paths: {100 * share:.1f}% of "
-                   f"{_macs(sum(f.macs for f in r.fast_path))} MACs")
-    for kind, specs in (("input", r.inputs), ("output", r.outputs)):
-        for t in specs:
-            out.append(f"  {kind} {t.name}: {_spec(t)}")
-    if r.partitions:
-        out += ["", "Partitions"]
-        out += _table(
+def summary(r: Report) -> str:
+    return rendering.render("report/summary.txt.j2", r=r, b=_b).removesuffix("\n")
+
+
+def report_text(r: Report) -> str:
+    tables: dict[str, Table] = {
+        "partitions": (
             ["#", "ops", "tensors", "arena", "peak live", "scratch", "weights", "in -> out"],
-            [[str(p.index), str(len(p.ops)), str(p.n_tensors), _b(p.arena_bytes),
-              _b(p.arena_lower_bound), _b(p.scratch_bytes), _b(p.weights_bytes),
-              f"{len(p.inputs)} -> {len(p.outputs)}"] for p in r.partitions],
-        )
-    out += ["", f"Operators on the CPU ({len(r.cpu_ops)})"]
-    if r.cpu_ops:
-        out += _table(["operator", "location", "reason"],
-                      [[e.operator, e.location or "-", e.reason] for e in r.cpu_ops])
-    else:
-        out.append("  none: everything runs on ESP-NN")
-    out += ["", "Memory (bytes)"]
-    out += _table(
-        ["what", "bytes", "notes"],
-        [
-            ["delegate arena", _b(r.arena_bytes), "activations + kernel scratch"],
-            ["ExecuTorch planned", _b(r.planned_bytes),
-             "mem ids " + (", ".join(_b(b) for b in r.planned_buffers) or "-")],
-            ["weights", _b(r.weights_bytes),
-             f"delegate {_b(r.delegate_weights_bytes)} + CPU {_b(r.cpu_weights_bytes)}"],
-            ["delegate state", "n/a" if r.state_bytes is None else _b(r.state_bytes),
-             "decoded engine tables"],
-            [".pte", _b(r.pte_bytes), ""],
-        ],
-    )
-    if r.fast_path:
-        note = "" if r.target == "esp32s3" else f" (informational: target is {r.target})"
-        out += ["", f"ESP32-S3 fast paths per layer{note}"]
-        out += _table(
+            [[str(p["index"]), str(len(p["ops"])), str(p["n_tensors"]), _b(p["arena_bytes"]),
+              _b(p["arena_lower_bound"]), _b(p["scratch_bytes"]), _b(p["weights_bytes"]),
+              f"{len(p['inputs'])} -> {len(p['outputs'])}"] for p in r["partitions"]],
+        ),
+        "cpu_ops": (
+            ["operator", "location", "reason"],
+            [[e["operator"], e["location"] or "-", e["reason"]] for e in r["cpu_ops"]],
+        ),
+        "memory": (
+            ["what", "bytes", "notes"],
+            [
+                ["delegate arena", _b(r["arena_bytes"]), "activations + kernel scratch"],
+                ["ExecuTorch planned", _b(r["planned_bytes"]),
+                 "mem ids " + (", ".join(_b(b) for b in r["planned_buffers"]) or "-")],
+                ["weights", _b(r["weights_bytes"]),
+                 f"delegate {_b(r['delegate_weights_bytes'])} + CPU {_b(r['cpu_weights_bytes'])}"],
+                ["delegate state", "n/a" if r["state_bytes"] is None else _b(r["state_bytes"]),
+                 "decoded engine tables"],
+                [".pte", _b(r["pte_bytes"]), ""],
+            ],
+        ),
+        "fast_path": (
             ["part", "op", "layer", "shape", "MACs", "fast", "why"],
-            [[str(f.partition), str(f.op), f.layer, f.shape, _macs(f.macs),
-              "yes" if f.fast else "NO", f.why] for f in r.fast_path],
-        )
-    if r.timings:
-        out += ["", "Lowering time: " + ", ".join(f"{k} {v:.2f} s" for k, v in r.timings.items())]
-    if r.warnings:
-        out += ["", "Warnings"] + [f"  - {w}" for w in r.warnings]
-    return "\n".join(out) + "\n"
+            [[str(f["partition"]), str(f["op"]), f["layer"], f["shape"], _macs(f["macs"]),
+              "yes" if f["fast"] else "NO", f["why"]] for f in r["fast_path"]["layers"]],
+        ),
+    }
+    return rendering.render("report/report.txt.j2", r=r, summary=summary(r), tables=tables,
+                            macs=_macs, spec=_spec)
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """One text table as report.txt lays them out (templates/text/table.j2), without the
+    final newline."""
+    template = rendering.environment().from_string(
+        '{% import "text/table.j2" as t %}{{ t.table(headers, rows) }}'
+    )
+    return template.render(headers=list(headers), rows=[list(r) for r in rows]).removesuffix("\n")
 
 
 def _b(n: int) -> str:
@@ -85,17 +76,8 @@ def _macs(n: int) -> str:
     return str(n)
 
 
-def _spec(t: Any) -> str:
-    s = f"{t.dtype}{list(t.shape)}"
-    if t.scale is not None:
-        s += f" (int8 side: scale {t.scale:.6g}, zero point {t.zero_point}, by the {t.quantized_by})"
+def _spec(t: dict[str, Any]) -> str:
+    s = f"{t['dtype']}{list(t['shape'])}"
+    if t["scale"] is not None:
+        s += f" (int8 side: scale {t['scale']:.6g}, zero point {t['zero_point']}, by the {t['quantized_by']})"
     return s
-
-
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-
-    def line(cells: Sequence[str]) -> str:
-        return "  " + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
-
-    return [line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows]
