@@ -20,6 +20,7 @@ import pytest
 
 from executorch_espnn import host
 from executorch_espnn.errors import HostBuildError, HostRuntimeError
+from executorch_espnn.host import build as host_build
 from executorch_espnn.payload import DType
 from executorch_espnn.pte import read_program
 from executorch_espnn.version import __version__, version_tuple
@@ -151,15 +152,15 @@ def test_concurrent_builds_build_once(monkeypatch: pytest.MonkeyPatch, tmp_path:
     monkeypatch.setenv("ESPNN_CACHE_DIR", str(tmp_path / "cache"))
     calls: list[int] = []
 
-    def fake_build(work: Path, toolchain: host.Toolchain, component: Path, log: Path) -> Path:
+    def fake_build(b: host_build.CMakeBuild, work: Path, log: Path) -> Path:
         calls.append(1)
         time.sleep(0.3)
         log.write_text("log\n")
-        out = work / host.LIBRARY_FILE
+        out = work / b.artifact
         out.write_bytes(b"\x7fELF fake")
         return out
 
-    monkeypatch.setattr(host, "_build_into", fake_build)
+    monkeypatch.setattr(host_build, "_build_into", fake_build)
     results: list[Path] = []
     threads = [threading.Thread(target=lambda: results.append(host.build_library())) for _ in range(3)]
     for t in threads:
