@@ -14,7 +14,7 @@ BUILDER = ROOT / "builder" / "espnn_pio"
 COMPONENT = ROOT / "espnn_component"
 # builder modules SCons imports (the others run only in the model step's child process)
 SCONS_SIDE = ("scons_steps", "options", "kconfig_glue", "model_step", "render", "report",
-              "esp_frameworks", "host_build", "checkout")
+              "esp_frameworks", "host_build", "checkout", "source_step", "sources", "esp_nn_sources")
 HEAVY = ("torch", "executorch", "numpy", "kconfiglib", "jinja2", "executorch_espnn")
 LOWERING = ("quantizer", "partitioner", "backend", "lowering", "lowering_graph", "ops", "payload_builder")
 TOOLS = ("report", "host", "cli", "modelfile", "selective", "kconfig", "testing")
