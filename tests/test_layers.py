@@ -16,8 +16,9 @@ COMPONENT = ROOT / "espnn_component"
 SCONS_SIDE = ("scons_steps", "options", "kconfig_glue", "model_step", "render", "report",
               "esp_frameworks", "host_build", "checkout", "source_step", "sources", "esp_nn_sources")
 HEAVY = ("torch", "executorch", "numpy", "kconfiglib", "jinja2", "executorch_espnn")
-LOWERING = ("quantizer", "partitioner", "backend", "lowering", "lowering_graph", "ops", "payload_builder")
-TOOLS = ("report", "host", "cli", "modelfile", "selective", "kconfig", "testing")
+LOWERING = ("quantizer", "graph", "layout", "planner", "payload_builder", "ops", "units", "partitioner",
+            "backend", "lowering")
+TOOLS = ("report", "host", "cli", "modelfile", "selective", "selftest", "kconfig", "testing")
 LEAVES = ("payload", "reference", "quant_math", "pte", "rendering", "decisions", "errors", "version")
 
 
