@@ -67,10 +67,6 @@ class TensorDecl:
         return n
 
     @property
-    def is_default_order(self) -> bool:
-        return self.dim_order == tuple(range(len(self.sizes)))
-
-    @property
     def nbytes(self) -> int:
         st = SCALAR_TYPES.get(self.scalar_type)
         return self.numel * (st.size if st is not None else 1)
