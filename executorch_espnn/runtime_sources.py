@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import compat
 from .errors import RuntimeSourcesError
 
 EXECUTORCH_SOURCE_ENV = "EXECUTORCH_SOURCE_DIR"
@@ -279,7 +280,7 @@ def find_flatc() -> Path:
     flatc = Path(executorch.version.__file__).resolve().parent / "data" / "bin" / "flatc"
     if not flatc.is_file():
         raise RuntimeSourcesError(
-            f"{flatc} is missing: reinstall the executorch wheel (pip install executorch==1.5.1), "
+            f"{flatc} is missing: reinstall the executorch wheel (pip install {compat.EXECUTORCH.requirement}), "
             "which ships flatc"
         )
     return flatc

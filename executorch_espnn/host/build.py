@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .. import compat
 from ..errors import HostBuildError
 from ..version import __version__
 
@@ -78,7 +79,7 @@ def executorch_dir() -> Path:
     except ImportError:
         raise HostBuildError(
             "the executorch wheel is not installed in this Python; install with: "
-            f'"{sys.executable}" -m pip install "executorch==1.5.1"'
+            f'"{sys.executable}" -m pip install "{compat.EXECUTORCH.requirement}"'
         ) from None
     return Path(executorch.version.__file__).resolve().parent
 
