@@ -65,6 +65,21 @@ def test_the_wheel_carries_component_templates_cmake_package_and_platform(wheel:
     assert not [n for n in names if "__pycache__" in n]
 
 
+def test_the_sdist_builds_the_same_wheel(wheel: Path, tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    shutil.copytree(ROOT, src, symlinks=True, ignore=_COPY_IGNORE)
+    code = "import sys; from setuptools import build_meta as b; print(b.build_sdist(sys.argv[1]))"
+    name = _run([sys.executable, "-c", code, str(tmp_path / "sdist")], src, dict(os.environ)).stdout.split()[-1]
+    shutil.unpack_archive(tmp_path / "sdist" / name, tmp_path / "unpacked")
+    (tree,) = (tmp_path / "unpacked").iterdir()
+    for part in resources.CONTENTS:
+        assert (tree / "executorch_espnn" / resources.DATA / part).exists(), part
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+          "-w", str(tmp_path / "dist"), str(tree)], tmp_path, dict(os.environ))
+    (again,) = (tmp_path / "dist").glob("executorch_espnn-*.whl")
+    assert set(zipfile.ZipFile(again).namelist()) == set(zipfile.ZipFile(wheel).namelist())
+
+
 @pytest.fixture(scope="module")
 def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     """A fresh environment with the wheel and its [platformio] extra; the environment variables
@@ -147,7 +162,9 @@ def test_cmake_consumer_finds_the_package_through_the_printed_prefix(
     np.testing.assert_array_equal(got, np.load(lowered / "host.npy").ravel())  # two runtimes, same bits
 
 
-def test_init_then_platform_install_then_pio_run(venv: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+@pytest.mark.parametrize("framework", ["arduino", "espidf"])
+def test_init_then_platform_install_then_pio_run(venv: tuple[Path, dict[str, str]], tmp_path: Path,
+                                                 framework: str) -> None:
     py, env = venv
     bindir = py.parent
     core = tmp_path / "pio-core"
@@ -156,7 +173,8 @@ def test_init_then_platform_install_then_pio_run(venv: tuple[Path, dict[str, str
                 PLATFORMIO_NO_ANSI="true")
     # offline PlatformIO: its SCons package from the pip one (what a user with internet skips)
     _run(["bash", str(ROOT / "scripts" / "seed_platformio.sh"), str(core)], tmp_path, dict(penv, PYTHON=str(py)))
-    out = _run([str(bindir / "executorch-espnn"), "init", "proj", "--board", "esp32dev"], tmp_path, penv).stdout
+    out = _run([str(bindir / "executorch-espnn"), "init", "proj", "--board", "esp32dev",
+                "--framework", framework], tmp_path, penv).stdout
     assert "wrote proj/platformio.ini" in out
     out = _run([str(bindir / "executorch-espnn"), "platform", "install"], tmp_path, penv).stdout
     assert "platform = executorch-espnn" in out
