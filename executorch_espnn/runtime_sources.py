@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import compat
+from . import compat, resources
 from .errors import RuntimeSourcesError
 
 EXECUTORCH_SOURCE_ENV = "EXECUTORCH_SOURCE_DIR"
@@ -53,9 +53,9 @@ _WORD = re.compile(r"^[A-Za-z0-9_.+/=:-]+$")
 
 
 def default_list_file() -> Path:
-    """The list in this checkout's ``espnn_component`` (or ``$ESPNN_COMPONENT_DIR``)."""
+    """The list in the package's ``espnn_component`` (or ``$ESPNN_COMPONENT_DIR``)."""
     env = os.environ.get(COMPONENT_ENV)
-    component = Path(env) if env else Path(__file__).resolve().parents[1] / "espnn_component"
+    component = Path(env) if env else resources.component_dir()
     return component / "cmake" / LIST_NAME
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .. import compat
+from .. import compat, resources
 from ..errors import HostBuildError
 from ..version import __version__
 
@@ -56,13 +56,13 @@ class Toolchain:
 
 
 def component_dir() -> Path:
-    """The ``espnn_component`` sources ($ESPNN_COMPONENT_DIR, else the checkout's)."""
+    """The ``espnn_component`` sources ($ESPNN_COMPONENT_DIR, else the package's)."""
     env = os.environ.get(COMPONENT_ENV)
-    path = Path(env) if env else Path(__file__).resolve().parents[2] / "espnn_component"
+    path = Path(env) if env else resources.component_dir()
     if not (path / "CMakeLists.txt").is_file():
         raise HostBuildError(
-            f"the espnn_component sources are not at {path}; set {COMPONENT_ENV} to the "
-            "espnn_component folder of an executorch-espnn checkout"
+            f"the espnn_component sources are not at {path}; unset {COMPONENT_ENV} to use the "
+            "package's own, or set it to the espnn_component folder of an executorch-espnn checkout"
         )
     return path
 
