@@ -174,16 +174,24 @@ def _defines(e):
 
 
 def _library(node):
-    """What a static library is built from and with: its objects' sources and build flags."""
+    """What a static library is built from and with: its objects' sources and build flags (the
+    first object's; sources built with other defines are listed with theirs)."""
     objects = [o for o in node.sources]
     build_env = objects[0].get_build_env() if objects else env
+    defines = _defines(build_env)
+    others = {}
+    for o in objects:
+        own = _defines(o.get_build_env())
+        if own != defines:
+            others[o.sources[0].srcnode().abspath] = own
     return {
         "name": os.path.basename(str(node)),
         "sources": sorted(o.sources[0].srcnode().abspath for o in objects),
         "ccflags": [build_env.subst(str(f)) for f in build_env.get("CCFLAGS", [])],
         "asppflags": [build_env.subst(str(f)) for f in build_env.get("ASPPFLAGS", [])],
         "cpppath": [build_env.subst(str(p)) for p in build_env.get("CPPPATH", [])],
-        "cppdefines": _defines(build_env),
+        "cppdefines": defines,
+        "source_defines": others,
     }
 
 
@@ -193,6 +201,7 @@ def _write(target, source, env):
         cpppath=[env.subst(str(p)) for p in env.get("CPPPATH", [])],
         cppdefines=_defines(env),
         cxxflags=[env.subst(str(f)) for f in env.get("CXXFLAGS", [])],
+        linkflags=[env.subst(str(f)) for f in env.get("LINKFLAGS", [])],
         cmake_extra_args=env.BoardConfig().get("build.cmake_extra_args", ""),
         libs=[str(x) for x in env.get("ESPNN_STANDIN_LIBS", [])],
         libraries=[_library(n) for n in libs],
