@@ -192,6 +192,16 @@ def _link_runtime(env: Any, root: Path) -> None:
         cxx=shutil.which("g++") or "c++",
     )
     lib = build_runtime(rb)
+    if env.get("ESPNN_KERNELS") is not None:  # custom_executorch_runtime = source
+        from executorch_espnn.errors import RuntimeSourcesError
+
+        from . import host_source, runtime_build
+
+        try:
+            host_source.link(env, root / "espnn_component", lib, pal_symbols(root / "espnn_component"))
+        except RuntimeSourcesError as exc:
+            raise HostBuildFailure(f"{exc}; {runtime_build.TREE_HINT}") from exc
+        return
     libdir = et / "lib"
     env.Append(
         LIBPATH=[str(libdir)],
