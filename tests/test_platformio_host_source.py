@@ -9,7 +9,8 @@ slow (each example is lowered once and built twice).
 Per example, the same embedded .pte (the wheel env lowers it, the source env embeds that file):
 - the example's own program prints the same lines (timings masked) on both runtimes;
 - a probe sketch prints every output element's bits for three inputs, equal on both runtimes;
-- the source-built program links no libexecutorch*.so and only the kernels its model needs.
+- the source-built program links no libexecutorch*.so and only the kernels its model needs, and
+  a second `pio run` of it compiles, generates and links nothing.
 And a model with CPU operators between two delegates (cumsum on the CPU), for the kernels.
 """
 
@@ -159,6 +160,11 @@ def build_both(core: Path, proj: Path, trees: dict[str, str]) -> tuple[h.PioResu
     assert (build / "libexecutorch_runtime.a").is_file() and (build / "libexecutorch_kernels.a").is_file()
     assert "libexecutorch" not in linked_libraries(build / "program")
     assert "libexecutorch.so" in linked_libraries(proj / ".pio" / "build" / "host" / "program")
+    # a no-op build of the source env compiles and generates nothing
+    again = h.pio(core, proj, "run", "-e", "host_source", timeout=600, extra_env=trees).check()
+    for word in ("Compiling", "Generating the ExecuTorch schema headers", "Linking",
+                 "registered for the firmware"):
+        assert word not in again.output, again.output[-3000:]
     return wheel, source
 
 
