@@ -585,3 +585,56 @@ def test_wheel_runtime_on_an_esp_board_stops_at_once(core_with_base: Path, plain
     line = _one_error(r, proj, "wheel")
     assert line.startswith("Error: custom_executorch_runtime = wheel: the executorch wheel's "
                            "libraries only run on this computer")
+
+
+# --- the handed Arduino libraries, compiled (with source trees) ------------------------------------
+
+
+@pytest.mark.slow
+def test_arduino_libraries_compile_as_handed(core_with_base: Path, tmp_path: Path) -> None:
+    """With real ExecuTorch, flatbuffers and ESP-NN trees the stand-in compiles what the builder
+    hands an Arduino build of a generic chip (esp32dev) with the host compiler: the component
+    against the tree's headers and the ESP-IDF 4.4 stand-in headers, ESP-NN's sources for the
+    chip, the runtime and the model's kernels with their registration, the PAL and the model
+    data; a second build compiles nothing.  (Not a link: the framework's libraries are not
+    here.)  Skipped without EXECUTORCH_SOURCE_DIR, FLATBUFFERS_SOURCE_DIR and ESPNN_ESP_NN_DIR."""
+    import os
+    import subprocess
+
+    from tests.component_helpers import STANDIN
+
+    missing = [v for v in ("EXECUTORCH_SOURCE_DIR", "FLATBUFFERS_SOURCE_DIR", "ESPNN_ESP_NN_DIR")
+               if not os.environ.get(v)]
+    if missing:
+        pytest.skip(f"set {', '.join(missing)} to source trees (pytorch/executorch, "
+                    "google/flatbuffers v24.3.25, espressif/esp-nn 1.2.3) to compile the handed "
+                    "libraries")
+    proj = h.write_project(tmp_path / "p", f"""
+        [env:esp32dev]
+        platform = {h.platform_spec()}
+        board = esp32dev
+        framework = arduino
+        custom_executorch_model = net.py
+        """, {"src/main.cpp": "int placeholder;\n", "net.py": CONV_MODEL_PY.replace(
+            "return self.fc(torch.relu(self.conv(x)).flatten(1))",
+            "return torch.cumsum(self.fc(torch.relu(self.conv(x)).flatten(1)), dim=1)")})
+    env = {"ESPNN_STANDIN_COMPILE": str(STANDIN)}
+    r = h.pio(core_with_base, proj, "run", "-e", "esp32dev", timeout=3000, extra_env=env).check()
+    build = proj / ".pio" / "build" / "esp32dev"
+    assert "Compiling" in r.output
+    defined = {}
+    for lib in ("libexecutorch_espnn.a", "libesp_nn.a", "libexecutorch_runtime.a",
+                "libexecutorch_kernels.a"):
+        nm = subprocess.run(["nm", "-C", "--defined-only", str(build / lib)], capture_output=True,
+                            text=True, check=True).stdout
+        defined[lib] = nm
+    assert "EspnnModel::begin()" in defined["libexecutorch_espnn.a"]
+    assert " T esp_nn_conv_s8_opt" in defined["libesp_nn.a"]
+    assert "executorch::runtime::Program::load" in defined["libexecutorch_runtime.a"]
+    assert " T executorch_espnn_register_kernels" in defined["libexecutorch_kernels.a"]
+    assert "cumsum" in defined["libexecutorch_kernels.a"]  # the model's CPU kernel
+    assert (build / "executorch_espnn_pal" / "espnn_pal_idf.o").is_file()
+    again = h.pio(core_with_base, proj, "run", "-e", "esp32dev", timeout=600, extra_env=env).check()
+    for word in ("Compiling", "Archiving", "Generating the ExecuTorch schema headers",
+                 "registered for the firmware", "executorch: lowering"):
+        assert word not in again.output, again.output[-3000:]
