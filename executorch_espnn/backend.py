@@ -22,11 +22,13 @@ from torch.export import ExportedProgram
 from torch.fx import Node
 
 from .errors import LoweringError, UnsupportedTargetError
-from .lowering_graph import GraphContext
-from .ops import Unsupported, build_registry
+from .graph.constants import GraphContext
+from .ops import build_registry
 from .payload import PayloadError, Target
 from .payload.format import MAX_IO, MAX_OPS, MAX_TENSORS
-from .payload_builder import Limits, build_payload
+from .payload_builder import Limits
+from .units import build_payload
+from .unsupported import Unsupported
 
 SPEC_TARGET = "target"
 SPEC_OPTIONS = "options"
@@ -131,10 +133,10 @@ class EspNNDelegateBackend(BackendDetails):  # type: ignore[misc]  # executorch 
     @staticmethod
     def preprocess(edge_program: ExportedProgram, compile_specs: list[CompileSpec]) -> PreprocessResult:
         target, options = parse_compile_specs(compile_specs)
-        ctx = GraphContext(edge_program, build_registry())
+        ctx = GraphContext(edge_program)
         nodes, inputs, outputs = partition_io(edge_program)
         try:
-            result = build_payload(nodes, inputs, outputs, ctx, target, options.limits)
+            result = build_payload(nodes, inputs, outputs, ctx, build_registry(), target, options.limits)
         except Unsupported as e:
             raise LoweringError(
                 f"EspNNDelegateBackend cannot lower this partition: {e.reason}. Partitions made by "

@@ -1,13 +1,16 @@
 """Command line: ``python -m executorch_espnn build|inspect``.
 
     build MODEL --out DIR [--target esp32s3] [--strict] [--calibration data.npz]
+          [--validation val.npz] [--selftest N]
         lowers a .py/.pt2 model (or takes a ready .pte) and writes DIR/model.pte,
-        DIR/report.json, DIR/report.txt and DIR/selected_operators.yaml
+        DIR/report.json, DIR/report.txt and DIR/selected_operators.yaml (and, with
+        --selftest N, DIR/selftest.npz: N inputs and their expected outputs)
     inspect FILE.pte [--json]
         prints the report of a ready .pte
 
 Every error this package raises on purpose ends the command with exit code 1 and one
-``error: …`` message on stderr (the traceback only with ``--verbose``).  Nothing outside the
+``error: …`` message on stderr (the traceback only with ``--verbose``); an option with a
+value that cannot work names the option as given (``--selftest 10: …``).  Nothing outside the
 output directory is written and no environment variable is read or set.
 """
 
@@ -26,6 +29,7 @@ from .errors import EspNNError, PteError, StrictModeError
 from .version import __version__
 
 OUTPUT_FILES = ("model.pte", "report.json", "report.txt", "selected_operators.yaml")
+SELFTEST_FILE = "selftest.npz"  # written with --selftest N
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -51,6 +55,13 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--calibration", type=Path, default=None,
                    help="calibration batches as .npz: arrays input0, input1, ... of shape "
                         "(n_batches, *example_input.shape)")
+    b.add_argument("--validation", type=Path, default=None,
+                   help="held-out samples as .npz: arrays input0, input1, ... of shape "
+                        "(n_samples, *example_input.shape), optionally labels (n_samples,)")
+    b.add_argument("--selftest", type=_count, default=0, metavar="N",
+                   help="embed N inputs with their expected outputs for EspnnModel::self_test() "
+                        "(from --validation, else the calibration data, else random); "
+                        f"writes {SELFTEST_FILE}")
     b.add_argument("--verbose", action="store_true", help="show tracebacks on errors")
     b.add_argument("--quiet", action="store_true", help="print only errors")
 
@@ -59,6 +70,15 @@ def _parser() -> argparse.ArgumentParser:
     i.add_argument("--json", action="store_true", help="print the report as JSON")
     i.add_argument("--verbose", action="store_true", help="show tracebacks on errors")
     return ap
+
+
+def _count(text: str) -> int | str:
+    """--selftest's value: an int when it is one; lower() then checks the range, and any other
+    text reaches it unchanged so that every bad value gets the same message."""
+    try:
+        return int(text.strip())
+    except ValueError:
+        return text
 
 
 def _write_outputs(out: Path, pte: bytes, report_json: str, report_txt: str) -> list[Path]:
@@ -85,8 +105,10 @@ def _strict_check(report_cpu: Sequence[tuple[str, str]], source: Path) -> None:
 
 def _build(args: argparse.Namespace, out: TextIO) -> int:
     from .lowering import check_target
+    from .selftest import check_count
 
     target = check_target(args.target or "esp32s3")  # fail fast, before importing torch
+    check_count(args.selftest)
 
     def say(msg: str) -> None:
         if not args.quiet:
@@ -95,7 +117,14 @@ def _build(args: argparse.Namespace, out: TextIO) -> int:
     from .modelfile import load_model_file
 
     say(f"loading {args.model}")
-    src = load_model_file(args.model, args.calibration)
+    src = load_model_file(args.model, args.calibration, args.validation)
+    if src.kind == "pte" and args.selftest != 0:
+        from .errors import OptionValueError
+
+        raise OptionValueError(
+            "selftest", args.selftest, f"{args.model.name} is an already lowered .pte",
+            "the expected outputs need the model: pass the .py or .pt2 model to embed a self-test",
+        )
     if src.kind == "pte":
         from .report import build_report
 
@@ -112,14 +141,21 @@ def _build(args: argparse.Namespace, out: TextIO) -> int:
         if args.strict:
             _strict_check([(e.operator, e.reason) for e in report.cpu_ops], args.model)
         pte = src.pte
+        selftest = None
     else:
         from .lowering import lower
 
         assert src.model is not None
         lowered = lower(src.model, src.example_inputs, src.calibration, target=target,
-                        strict=args.strict, progress=say)
-        report, pte = lowered.report, lowered.pte
+                        strict=args.strict, progress=say, selftest=args.selftest,
+                        validation=src.validation)
+        report, pte, selftest = lowered.report, lowered.pte, lowered.selftest
     written = _write_outputs(args.out, pte, json.dumps(report.to_dict(), indent=2) + "\n", str(report))
+    selftest_path = args.out / SELFTEST_FILE
+    if selftest is not None:
+        written.append(selftest.save(selftest_path))
+    else:
+        selftest_path.unlink(missing_ok=True)  # a stale one would be embedded by the build
     if not args.quiet:
         say("")
         say(report.summary())
@@ -142,23 +178,37 @@ def _inspect(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def run(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    """The CLI without its error handling: errors raise (``EspNNError``); for front ends
+    that word errors themselves (the PlatformIO model step names its own options)."""
+    return _dispatch(_parser().parse_args(argv), out or sys.stdout)
+
+
+def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
+    with warnings.catch_warnings():
+        if not args.verbose:  # torch/executorch deprecation chatter is not the user's concern
+            warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.simplefilter("ignore", FutureWarning)
+        if args.command == "build":
+            return _build(args, out)
+        return _inspect(args, out)
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Run the CLI; returns the exit code (0 success, 1 an error explained on stderr)."""
+    from .errors import OptionValueError
+
     stdout = out or sys.stdout
     stderr = err or sys.stderr
     args = _parser().parse_args(argv)
     try:
-        with warnings.catch_warnings():
-            if not args.verbose:  # torch/executorch deprecation chatter is not the user's concern
-                warnings.simplefilter("ignore", DeprecationWarning)
-                warnings.simplefilter("ignore", FutureWarning)
-            if args.command == "build":
-                return _build(args, stdout)
-            return _inspect(args, stdout)
+        return _dispatch(args, stdout)
     except EspNNError as exc:
         if args.verbose:
             traceback.print_exc(file=stderr)
         msg = str(exc).strip() or type(exc).__name__
+        if isinstance(exc, OptionValueError):
+            msg = exc.spelled(f"--{exc.option} ")
         print(f"error: {msg}", file=stderr, flush=True)
         return 1
     except KeyboardInterrupt:

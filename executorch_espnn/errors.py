@@ -61,3 +61,24 @@ class DelegateInputError(EspNNError, ValueError):
 
 class RuntimeSourcesError(EspNNError):
     """The ExecuTorch runtime source list or the source trees it points into are not usable."""
+
+
+class OptionValueError(EspNNError):
+    """A lowering option has a value that cannot work (e.g. ``selftest`` larger than the data).
+
+    ``str()`` spells the option as ``lower()``'s keyword (``selftest=10: ...``); ``spelled()``
+    as another front end names it (``--selftest 10``, ``custom_executorch_selftest = 10``), so
+    the one line a user reads names the option they wrote.
+    """
+
+    def __init__(self, option: str, value: object, problem: str, fix: str) -> None:
+        self.option, self.value, self.problem, self.fix = option, value, problem, fix
+        super().__init__(self.spelled(f"{option}="))
+
+    def spelled(self, name: str) -> str:
+        """The message with the option written as ``name`` (e.g. ``"--selftest "``)."""
+        return f"{name}{self.value}: {self.problem}; {self.fix}"
+
+
+class ValidationDataError(EspNNError):
+    """Validation data (held-out samples, optional labels) does not match the model."""

@@ -13,7 +13,7 @@ import contextlib
 import io
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,7 +26,9 @@ if TYPE_CHECKING:
     import torch
     from torch.export import ExportedProgram
 
+    from .modelfile import ValidationData
     from .quantizer import EspNNQuantizer
+    from .selftest import SelfTest
 
 TARGETS: tuple[str, ...] = tuple(t.name.lower() for t in Target)
 STAGES = ("export", "quantize", "partition", "to_executorch")
@@ -75,6 +77,8 @@ class LoweredModel:
     # the quantized program that was lowered (q/dq ops, float I/O): what the delegate's
     # arithmetic is compared against; None when not kept
     quantized_program: ExportedProgram | None = None
+    # lower(..., selftest=N): N inputs and the outputs the firmware must produce for them
+    selftest: SelfTest | None = None
 
     @property
     def inputs(self) -> list[TensorSpec]:
@@ -137,19 +141,32 @@ def lower(
     *,
     quantizer: EspNNQuantizer | None = None,
     progress: Progress | None = None,
+    selftest: int = 0,
+    validation: Iterable[Any] | ValidationData | None = None,
 ) -> LoweredModel:
     """Lower ``model`` for ``target`` and return the program, its report and stage timings.
 
     ``model`` is an ``nn.Module`` or an ``ExportedProgram`` (e.g. ``torch.export.load`` of a
-    .pt2, whose example inputs are used when ``example_inputs`` is None; an already
-    quantized program skips quantization).  ``calibration`` yields input tuples shaped like
+    .pt2, whose example inputs are used when ``example_inputs`` is None).  A model that is
+    already quantized (``convert_qat()`` after quantization-aware training, or the user's own
+    ``prepare_pt2e``/``convert_pt2e``) skips quantization; a scheme ESP-NN cannot execute
+    (dynamic, not int8, weights below 8 bits) raises ``QuantizerConfigError``.  ``calibration`` yields input tuples shaped like
     ``example_inputs``; without it the model is calibrated on random data and the report
     warns.  ``strict=True`` raises ``StrictModeError`` naming every operator that would stay
     on the CPU.  ``progress`` receives one line as each stage starts and ends.
+
+    ``selftest=N`` (0 to 64) keeps N inputs with the outputs the firmware must produce for
+    them in ``LoweredModel.selftest`` (the build embeds them for ``EspnnModel::self_test()``):
+    the first N samples of ``validation`` (held-out input tuples, or a ``ValidationData``),
+    else of ``calibration``, else seeded random inputs; the expected outputs come from the
+    Python reference of the delegate and PyTorch for CPU operators, never from the C engine.
     """
     import torch
 
+    from .selftest import check_count
+
     tgt = check_target(target)
+    n_selftest = check_count(selftest)
     say: Progress = progress or (lambda _msg: None)
     times: dict[str, float] = {}
 
@@ -192,11 +209,19 @@ def lower(
             f"lower() takes a torch.nn.Module or a torch.export.ExportedProgram, got {type(model).__name__}"
         )
     input_names = list(ep.graph_signature.user_inputs)
+    samples: tuple[list[tuple[Any, ...]], str] | None = None
+    if n_selftest:
+        if calibration is not None and not isinstance(calibration, Sequence):
+            calibration = list(calibration)  # read twice: calibration, then the self-test samples
+        samples = _selftest_samples(n_selftest, example_inputs, validation, calibration)
 
     # 2. quantize + calibrate
     calibrated: bool | None
     if _is_quantized(ep):
+        from .quantizer.scheme import check_quantized_scheme
+
         t0 = stage(2, "quantize", " (already quantized: skipped)")
+        check_quantized_scheme(ep)  # one clear error for a scheme the delegate cannot run
         qep = ep
         calibrated = None
         done(2, "quantize", t0)
@@ -231,6 +256,11 @@ def lower(
         raise LoweringError(f"partitioning/preprocess failed: {_first_line(exc)}") from exc
     done(3, "partition", t0)
 
+    selftest_io = None
+    if samples is not None:
+        # before to_executorch(): its passes rewrite the edge program's graph in place
+        selftest_io = _selftest_reference(edge.exported_program(), qep, samples, input_names, say)
+
     # 4. to_executorch
     # quantize/dequantize left on the CPU need their out variants registered (the AOT
     # library of ExecuTorch's quantized kernels)
@@ -253,4 +283,47 @@ def lower(
         input_names=input_names,
         timings=timings.as_dict(),
     )
-    return LoweredModel(pte, report, timings, qep)
+    st = None
+    if selftest_io is not None:
+        from .selftest import build as build_selftest
+
+        source, stored, outputs = selftest_io
+        st = build_selftest(source, stored, outputs, report.outputs)
+    return LoweredModel(pte, report, timings, qep, st)
+
+
+def _selftest_samples(
+    n: int,
+    example_inputs: tuple[Any, ...],
+    validation: Iterable[Any] | ValidationData | None,
+    calibration: Iterable[Any] | None,
+) -> tuple[list[tuple[Any, ...]], str]:
+    """The self-test's samples and where they come from (checked before any lowering work)."""
+    from .modelfile import ValidationData, check_calibration
+    from .selftest import select_samples
+
+    val: list[tuple[Any, ...]] | None = None
+    if isinstance(validation, ValidationData):
+        val = validation.samples
+    elif validation is not None:
+        val = check_calibration(validation, example_inputs, "validation")
+    cal = None if calibration is None else check_calibration(calibration, example_inputs, "calibration")
+    return select_samples(n, example_inputs, val, cal)
+
+
+def _selftest_reference(
+    edge_program: ExportedProgram,
+    quantized: ExportedProgram,
+    samples: tuple[list[tuple[Any, ...]], str],
+    input_names: list[str],
+    say: Progress,
+) -> tuple[str, Any, Any]:
+    """The stored inputs and reference outputs of the self-test samples (see selftest.py)."""
+    from .selftest import input_quantization, reference_outputs
+
+    batches, source = samples
+    t0 = time.perf_counter()
+    stored, outputs = reference_outputs(edge_program, batches, input_quantization(quantized), input_names)
+    say(f"selftest: {len(batches)} sample(s) from the {source} data, expected outputs by the Python "
+        f"reference: {time.perf_counter() - t0:.2f} s")
+    return source, stored, outputs

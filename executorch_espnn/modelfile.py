@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .errors import CalibrationError, ModelFileError, PteError
+from .errors import CalibrationError, EspNNError, ModelFileError, PteError, ValidationDataError
 
 if TYPE_CHECKING:
     import torch
@@ -53,11 +53,15 @@ class ModelSource:
     calibration: list[tuple[Any, ...]] | None = None  # None: not given (random calibration)
     calibration_source: str | None = None  # "calibration_data()" or the .npz path
     pte: bytes | None = None
+    validation: ValidationData | None = None  # held-out samples (a validation .npz)
 
 
-def load_model_file(path: str | Path, calibration: str | Path | None = None) -> ModelSource:
+def load_model_file(
+    path: str | Path, calibration: str | Path | None = None, validation: str | Path | None = None
+) -> ModelSource:
     """Load ``path`` (.py/.pt2/.pte); ``calibration`` is an optional .npz that overrides the
-    model file's own ``calibration_data()``."""
+    model file's own ``calibration_data()``; ``validation`` an optional .npz of held-out
+    samples (see :func:`load_validation_npz`)."""
     p = Path(path)
     if not p.is_file():
         what = "is a directory, not a file" if p.is_dir() else "does not exist"
@@ -72,6 +76,11 @@ def load_model_file(path: str | Path, calibration: str | Path | None = None) -> 
             ".pt2 (torch.export.save) or .pte (an already lowered program)"
         )
     if kind == "pte":
+        if validation is not None:
+            raise ValidationDataError(
+                f"{p} is an already lowered .pte: validation data needs the model; pass the "
+                ".py or .pt2 model instead"
+            )
         if calibration is not None:
             raise CalibrationError(
                 f"{p} is an already lowered .pte: calibration data cannot change it; "
@@ -83,6 +92,9 @@ def load_model_file(path: str | Path, calibration: str | Path | None = None) -> 
         assert src.example_inputs is not None
         src.calibration = load_calibration_npz(calibration, src.example_inputs)
         src.calibration_source = str(calibration)
+    if validation is not None:
+        assert src.example_inputs is not None
+        src.validation = load_validation_npz(validation, src.example_inputs)
     return src
 
 
@@ -296,29 +308,81 @@ def _load_pte(p: Path) -> ModelSource:
 
 def load_calibration_npz(path: str | Path, example_inputs: tuple[Any, ...]) -> list[tuple[Any, ...]]:
     """Batches from an .npz holding ``input0``, ``input1``, … of shape ``(n, *input.shape)``."""
+    p = Path(path)
+    batches, _ = _load_npz_samples(p, example_inputs, "calibration", "batch", CalibrationError)
+    return check_calibration(batches, example_inputs, f"calibration file {p}")
+
+
+@dataclass
+class ValidationData:
+    """Held-out samples (``lower(..., validation=...)``, ``--validation``,
+    ``custom_executorch_validation``): input tuples like the example inputs and, optionally,
+    one label per sample.  The self-test takes its inputs from here first."""
+
+    samples: list[tuple[Any, ...]]
+    labels: Any = None  # a numpy array with one entry per sample, or None
+    source: str = "validation data"
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+
+LABELS_KEY = "labels"
+
+
+def load_validation_npz(path: str | Path, example_inputs: tuple[Any, ...]) -> ValidationData:
+    """Samples from an .npz laid out like the calibration file (``input0``, ``input1``, … of
+    shape ``(n_samples, *input.shape)``), plus an optional ``labels`` array of length n."""
+    p = Path(path)
+    samples, labels = _load_npz_samples(p, example_inputs, "validation", "sample",
+                                        ValidationDataError, extra=(LABELS_KEY,))
+    if not samples:
+        raise ValidationDataError(
+            f"validation file {p}: no samples (the arrays have length 0); give at least one"
+        )
+    if labels is not None and (labels.ndim == 0 or labels.shape[0] != len(samples)):
+        raise ValidationDataError(
+            f"validation file {p}: {LABELS_KEY} has shape {tuple(labels.shape)}, expected one "
+            f"label per sample ({len(samples)},)"
+        )
+    return ValidationData(samples, labels, f"validation file {p}")
+
+
+def _load_npz_samples(
+    p: Path,
+    example_inputs: tuple[Any, ...],
+    role: str,
+    unit: str,  # what one entry along the leading axis is: "batch" or "sample"
+    error: type[EspNNError],
+    extra: tuple[str, ...] = (),
+) -> tuple[list[tuple[Any, ...]], Any]:
+    """Samples ``(input0[i], input1[i], …)`` from an .npz, and the ``extra`` array if present
+    (only one extra key is supported: the labels)."""
     import numpy as np
     import torch
 
-    p = Path(path)
+    units = unit + ("es" if unit.endswith("ch") else "s")
     if not p.is_file():
-        raise CalibrationError(f"calibration file {p} does not exist; pass an .npz file (arrays input0, input1, …)")
+        raise error(f"{role} file {p} does not exist; pass an .npz file (arrays input0, input1, …)")
     if p.suffix.lower() != ".npz":
-        raise CalibrationError(
-            f"calibration file {p}: expected an .npz (numpy.savez) with arrays input0, input1, …; "
+        raise error(
+            f"{role} file {p}: expected an .npz (numpy.savez) with arrays input0, input1, …; "
             f"got '{p.suffix}'"
         )
     try:
         with np.load(p, allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}
     except Exception as exc:
-        raise CalibrationError(f"calibration file {p} could not be read as .npz: {_first_line(exc)}") from exc
+        raise error(f"{role} file {p} could not be read as .npz: {_first_line(exc)}") from exc
     want = [NPZ_KEY.format(i) for i in range(len(example_inputs))]
     missing = [k for k in want if k not in arrays]
-    extra = sorted(set(arrays) - set(want))
-    if missing or extra:
-        raise CalibrationError(
-            f"calibration file {p}: the model has {len(example_inputs)} input(s), so the .npz must "
-            f"hold exactly {', '.join(want)} (missing: {missing or 'none'}, unexpected: {extra or 'none'})"
+    unexpected = sorted(set(arrays) - set(want) - set(extra))
+    if missing or unexpected:
+        also = f" (and optionally {', '.join(extra)})" if extra else ""
+        raise error(
+            f"{role} file {p}: the model has {len(example_inputs)} input(s), so the .npz must "
+            f"hold exactly {', '.join(want)}{also} (missing: {missing or 'none'}, unexpected: "
+            f"{unexpected or 'none'})"
         )
     n = None
     tensors = []
@@ -326,22 +390,22 @@ def load_calibration_npz(path: str | Path, example_inputs: tuple[Any, ...]) -> l
         a = arrays[key]
         shape = tuple(ex.shape)
         if a.ndim != len(shape) + 1 or tuple(a.shape[1:]) != shape:
-            raise CalibrationError(
-                f"calibration file {p}: {key} has shape {tuple(a.shape)}, expected (n_batches, "
-                f"{', '.join(map(str, shape))}): a leading batch axis over example input {shape}"
+            raise error(
+                f"{role} file {p}: {key} has shape {tuple(a.shape)}, expected (n_{units}, "
+                f"{', '.join(map(str, shape))}): a leading {unit} axis over example input {shape}"
             )
         if n is not None and a.shape[0] != n:
-            raise CalibrationError(
-                f"calibration file {p}: {key} has {a.shape[0]} batches, input0 has {n}; every "
-                "array needs the same number of batches"
+            raise error(
+                f"{role} file {p}: {key} has {a.shape[0]} {units}, input0 has {n}; every "
+                f"array needs the same number of {units}"
             )
         n = a.shape[0]
         t = torch.from_numpy(np.ascontiguousarray(a))
         if (t.dtype.is_floating_point != ex.dtype.is_floating_point
                 or (t.dtype == torch.bool) != (ex.dtype == torch.bool)):
-            raise CalibrationError(
-                f"calibration file {p}: {key} has dtype {a.dtype}, the model input is {ex.dtype}"
+            raise error(
+                f"{role} file {p}: {key} has dtype {a.dtype}, the model input is {ex.dtype}"
             )
         tensors.append(t.to(ex.dtype))
-    batches = [tuple(t[i] for t in tensors) for i in range(n or 0)]
-    return check_calibration(batches, example_inputs, f"calibration file {p}")
+    samples = [tuple(t[i] for t in tensors) for i in range(n or 0)]
+    return samples, (arrays[extra[0]] if extra and extra[0] in arrays else None)

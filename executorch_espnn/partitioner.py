@@ -5,7 +5,7 @@
    the q/dq nodes around it.  (ExecuTorch's ``DuplicateDequantNodePass`` does the same on
    edge graphs, but ``partition`` itself must not change the graph: ExecuTorch checks it.)
 2. Each operator is grouped with its dequantize inputs, constant weights, fused
-   clamp and output quantize into a unit (``lowering_graph.match_unit``) and *lowered
+   clamp and output quantize into a unit (``units.match_unit``) and *lowered
    on its own*; the ops it produces go through the payload validator.  Anything that
    refuses — a float operator, an unknown one, a value the engine cannot represent —
    stays on the CPU with the reason.
@@ -22,8 +22,7 @@
 
 from __future__ import annotations
 
-import collections
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,21 +38,16 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 from .backend import EspNNDelegateBackend, LoweringOptions, compile_specs, parse_target
 from .decisions import OpDecision
 from .errors import StrictModeError
-from .lowering_graph import (
-    GETITEM,
-    GraphContext,
-    duplicate_dequantize,
-    is_dequantize,
-    is_qdq,
-    is_quantize,
-    match_unit,
-    node_op,
-    source_location,
-)
-from .ops import Registry, Unit, Unsupported, build_registry
+from .graph.constants import GraphContext
+from .graph.names import GETITEM, is_dequantize, is_qdq, is_quantize, node_op
+from .graph.qdq import duplicate_dequantize
+from .graph.source import source_location
+from .ops import Registry, Unit, build_registry
 from .ops.activation import aten_overload
 from .payload import PayloadError
-from .payload_builder import LimitExceeded, PayloadBuilder, build_payload
+from .payload_builder import LimitExceeded, PayloadBuilder
+from .units import build_payload, match_unit
+from .unsupported import Unsupported
 
 
 class _InSet(OperatorSupportBase):
@@ -119,7 +113,7 @@ class EspNNPartitioner(Partitioner):  # type: ignore[misc]  # executorch is unty
     # ------------------------------------------------------------------ helpers
     def _unit_for(self, node: Node, ctx: GraphContext) -> Unit:
         """Match and trial-lower the unit anchored at ``node`` (raises Unsupported)."""
-        low = ctx.registry.get(node_op(node))
+        low = self._registry.get(node_op(node))
         if low is None:
             raise Unsupported(f"{node_op(node)} has no ESP-NN lowering")
         unit = match_unit(node, low, ctx)
@@ -156,7 +150,7 @@ class EspNNPartitioner(Partitioner):  # type: ignore[misc]  # executorch is unty
         names = self._registry.preserved()
         ops = [aten_overload(n) for n in names]
         wanted = set(names)
-        ctx = GraphContext(ep, self._registry, self._known)
+        ctx = GraphContext(ep, self._known)
 
         def keep(node: Node) -> bool:
             if node.op != "call_function" or node_op(node) not in wanted:
@@ -176,7 +170,7 @@ class EspNNPartitioner(Partitioner):  # type: ignore[misc]  # executorch is unty
     def partition(self, exported_program: ExportedProgram) -> PartitionResult:
         ep = exported_program
         gm = ep.graph_module
-        ctx = GraphContext(ep, self._registry, self._known)
+        ctx = GraphContext(ep, self._known)
         nodes = list(gm.graph.nodes)
         order = {n: i for i, n in enumerate(nodes)}
 
@@ -337,7 +331,8 @@ class EspNNPartitioner(Partitioner):  # type: ignore[misc]  # executorch is unty
             if any(u not in inside for u in n.users):
                 outputs.setdefault(n, None)
         build_payload(
-            ordered, sorted(inputs, key=lambda n: order[n]), list(outputs), ctx, self.target, self.options.limits
+            ordered, sorted(inputs, key=lambda n: order[n]), list(outputs), ctx, self._registry, self.target,
+            self.options.limits,
         )
 
     # ---------------------------------------------------------------- decisions
@@ -411,7 +406,3 @@ class EspNNPartitioner(Partitioner):  # type: ignore[misc]  # executorch is unty
             + "\nChange the model or quantizer config so these are supported, or allow CPU fallback."
         )
 
-
-def delegated_counts(decisions: Iterable[OpDecision]) -> collections.Counter[bool]:
-    """How many operators were delegated (True) and left on the CPU (False)."""
-    return collections.Counter(d.delegated for d in decisions)

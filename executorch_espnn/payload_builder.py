@@ -11,9 +11,11 @@ DEQUANTIZE ops are emitted lazily in whatever order their first consumer wants, 
 model's float NCHW input is quantized straight into NHWC.
 
 ``finish`` turns delegate outputs into output tensors (retargeting the op that
-produced them when possible), plans the arena with ``planner.plan_arena`` (lifetimes,
-per-op scratch, in-place candidates) and encodes with the payload writer, which
-validates everything the device validates.
+produced them when possible), plans the arena with ``planner`` (``payload_buffers``:
+lifetimes, per-op scratch, the in-place choice; ``plan_arena``: the offsets) and encodes
+with the payload writer, which validates everything the device validates.  The layout
+arithmetic is ``layout``'s; grouping nodes into units and driving the lowerings is
+``units``'.
 """
 
 from __future__ import annotations
@@ -26,20 +28,19 @@ import numpy.typing as npt
 import torch
 from torch.fx import Node
 
-from .lowering_graph import (
-    DEQUANTIZE,
-    GETITEM,
-    QUANTIZE,
-    GraphContext,
-    QParams,
-    is_qdq,
-    match_unit,
-    meta_val,
-    node_op,
-    qdq_params,
-    static_shape,
+from .graph.constants import GraphContext
+from .graph.names import meta_val, static_shape
+from .graph.qdq import QParams, qdq_params
+from .layout import (
+    Perm,
+    identity,
+    inverse,
+    perm_words,
+    physical,
+    same_bytes,
+    unit_dim_view,
+    view_perm,
 )
-from .ops import Unit, Unsupported
 from .payload import (
     ConstantPool,
     DType,
@@ -58,60 +59,11 @@ from .payload.format import (
     MAX_OPS,
     MAX_RANK,
     MAX_TENSORS,
-    OP_SPECS,
     TENSOR_FLAG_NHWC,
 )
-from .planner import PlanBuffer, plan_arena
+from .planner import payload_buffers, plan_arena, scratch_key
+from .unsupported import Unsupported
 from .version import version_tuple
-
-Perm = tuple[int, ...]
-
-
-def identity(rank: int) -> Perm:
-    return tuple(range(rank))
-
-
-def nhwc(rank: int) -> Perm:
-    """Channels-last for 4-D tensors; the logical order otherwise."""
-    return (0, 2, 3, 1) if rank == 4 else identity(rank)
-
-
-def inverse(perm: Perm) -> Perm:
-    inv = [0] * len(perm)
-    for i, p in enumerate(perm):
-        inv[p] = i
-    return tuple(inv)
-
-
-def physical(shape: Sequence[int], perm: Perm) -> tuple[int, ...]:
-    return tuple(shape[p] for p in perm)
-
-
-def same_bytes(shape: Sequence[int], a: Perm, b: Perm) -> bool:
-    """Whether two dimension orders lay the tensor out identically (unit dims aside)."""
-    return [p for p in a if shape[p] != 1] == [p for p in b if shape[p] != 1]
-
-
-def unit_dim_view(src: Sequence[int], dst: Sequence[int]) -> bool:
-    """Whether ``dst`` only adds or drops unit dims of ``src`` (same bytes in any order)."""
-    return [d for d in src if d != 1] == [d for d in dst if d != 1]
-
-
-def view_perm(src: Sequence[int], perm: Perm, dst: Sequence[int]) -> Perm:
-    """The order of the unit-dim view ``dst`` of a ``src`` tensor laid out in ``perm`` that
-    keeps its bytes where they are (``dst`` unit dims go where they least disturb the order)."""
-    moved = dict(zip([i for i, d in enumerate(src) if d != 1], [i for i, d in enumerate(dst) if d != 1],
-                     strict=True))
-    order = [moved[p] for p in perm if p in moved]
-    for u in (i for i, d in enumerate(dst) if d == 1):
-        at = next((k for k, p in enumerate(order) if p > u), len(order))
-        order.insert(at, u)
-    return tuple(order)
-
-
-def perm_words(perm: Sequence[int]) -> dict[str, int]:
-    p = list(perm) + list(range(len(perm), 4))
-    return {f"perm{i}": p[i] for i in range(4)}
 
 
 @dataclass
@@ -553,122 +505,11 @@ class PayloadBuilder:
         return None
 
     def _plan(self) -> int:
-        first: dict[int, int] = {}
-        last: dict[int, int] = {}
-        for i, op in enumerate(self.ops):
-            first.setdefault(op.output, i)
-            last[op.output] = max(last.get(op.output, i), i)
-            for tid in op.inputs:
-                if tid is not None:
-                    last[tid] = max(last.get(tid, i), i)
-        buffers: list[PlanBuffer] = []
-        arena_ids = [tid for tid, t in enumerate(self.tensors) if t.storage == Storage.ARENA]
-        inplace: dict[int, int] = {}
-        for i, op in enumerate(self.ops):
-            out = self.tensors[op.output]
-            if out.storage != Storage.ARENA or not OP_SPECS[op.opcode].in_place:
-                continue
-            slots = (0, 1) if op.opcode in (Opcode.ADD, Opcode.MUL) else (0,)
-            for s in slots:
-                tid = op.inputs[s]
-                if tid is None:
-                    continue
-                t = self.tensors[tid]
-                if (t.storage == Storage.ARENA and last.get(tid) == i and t.nbytes == out.nbytes
-                        and (op.opcode == Opcode.RESHAPE or t.dims == out.dims)
-                        and sum(1 for x in op.inputs if x == tid) == 1):
-                    inplace[op.output] = tid
-                    break
-        for tid in arena_ids:
-            if tid not in first:
-                raise AssertionError(f"arena tensor {tid} is never written")
-            buffers.append(PlanBuffer(tid, self.tensors[tid].nbytes, first[tid], last[tid], inplace.get(tid)))
+        plan = plan_arena(payload_buffers(self.tensors, self.ops))
+        for tid, t in enumerate(self.tensors):
+            if t.storage == Storage.ARENA:
+                t.offset = plan.offsets[tid]
         for i, op in enumerate(self.ops):
             if op.scratch_size:
-                buffers.append(PlanBuffer(-(i + 1), op.scratch_size, i, i))
-        plan = plan_arena(buffers)
-        for tid in arena_ids:
-            self.tensors[tid].offset = plan.offsets[tid]
-        for i, op in enumerate(self.ops):
-            if op.scratch_size:
-                op.scratch_offset = plan.offsets[-(i + 1)]
+                op.scratch_offset = plan.offsets[scratch_key(i)]
         return plan.size
-
-
-# ---------------------------------------------------------------------------------------
-# grouping the nodes of one partition
-
-@dataclass
-class PartitionPlan:
-    """The units and boundary quantize/dequantize nodes of one set of nodes, in graph order."""
-
-    units: list[Unit]
-    quantize: list[Node]  # boundary QUANTIZE (float → int8)
-    dequantize: list[Node]  # boundary DEQUANTIZE (int8 → float)
-    order: list[Node]  # anchors and boundary nodes in graph order
-
-
-def plan_nodes(nodes: Sequence[Node], ctx: GraphContext) -> PartitionPlan:
-    """Group ``nodes`` (graph order) into units; what is left must be boundary q/dq."""
-    node_set = set(nodes)
-    claimed: set[Node] = set()
-    units: list[Unit] = []
-    by_anchor: dict[Node, Unit] = {}
-    for n in nodes:
-        if n.op != "call_function" or n in claimed or is_qdq(n) or node_op(n) == GETITEM:
-            continue
-        low = ctx.registry.get(node_op(n))
-        if low is None:
-            raise Unsupported(f"{node_op(n)} has no ESP-NN lowering")
-        unit = match_unit(n, low, ctx)
-        missing = [m.name for m in unit.nodes if m not in node_set]
-        if missing:
-            raise Unsupported(f"{n.name}: nodes {missing} of its group are not in the partition")
-        claimed.update(unit.nodes)
-        units.append(unit)
-        by_anchor[n] = unit
-    quantize: list[Node] = []
-    dequantize: list[Node] = []
-    order: list[Node] = []
-    for n in nodes:
-        if n in by_anchor:
-            order.append(n)
-        elif n.op == "call_function" and n not in claimed:
-            name = node_op(n)
-            if name == QUANTIZE:
-                quantize.append(n)
-            elif name == DEQUANTIZE:
-                dequantize.append(n)
-            else:
-                raise Unsupported(f"{n.name} ({name}) belongs to no group")
-            order.append(n)
-    return PartitionPlan(units, quantize, dequantize, order)
-
-
-def build_payload(
-    nodes: Sequence[Node],
-    inputs: Sequence[Node],
-    outputs: Sequence[Node],
-    ctx: GraphContext,
-    target: Target,
-    limits: Limits | None = None,
-) -> BuildResult:
-    """Lower the call_function ``nodes`` (graph order) reading ``inputs`` into one payload."""
-    plan = plan_nodes(nodes, ctx)
-    b = PayloadBuilder(ctx, target, limits)
-    for n in inputs:
-        b.add_input(n)
-    units = {u.anchor: u for u in plan.units}
-    quantize = set(plan.quantize)
-    for n in plan.order:
-        if n in units:
-            u = units[n]
-            u.lowering.lower(u, b)
-            for q in u.outputs:
-                if q not in b.values:
-                    raise AssertionError(f"{type(u.lowering).__name__} did not define {q.name}")
-        elif n in quantize:
-            b.lazy_quantize(n)
-        else:
-            b.lazy_dequantize(n)
-    return b.finish(outputs)

@@ -8,6 +8,10 @@ Lifetimes are closed intervals ``[first, last]``: a buffer written by op 3 and l
 op 5 is live during ops 3, 4 and 5, so an op's output never shares bytes with its inputs
 unless it is declared in place (``inplace_of``).  Scratch is a buffer with ``first == last``.
 
+``payload_buffers`` derives those buffers from a payload's op list: lifetimes from the op
+order, scratch from each op's ``scratch_size``, and the in-place choice (which op output may
+take the bytes of which input, by the rules of the format's in-place ops).
+
 The placement is greedy, in the style of TFLite Micro's greedy planner: buffers are placed
 one at a time at the lowest (or tightest) gap left by the already placed buffers whose
 lifetimes overlap.  The order matters, so several orderings and two gap policies are tried
@@ -22,7 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .payload.format import ARENA_ALIGN
+from .payload.format import ARENA_ALIGN, OP_SPECS, Storage
+from .payload.model import OpRec, TensorRec
 
 
 @dataclass(frozen=True)
@@ -234,3 +239,58 @@ def plan_arena(buffers: Sequence[PlanBuffer], align: int = ARENA_ALIGN) -> Arena
             for bid in blk.ids:
                 offsets[bid] = off
     return ArenaPlan(offsets, size, lower_bound(buffers))
+
+
+def scratch_key(op_index: int) -> int:
+    """The ``PlanBuffer.id`` of op ``op_index``'s scratch (tensor ids are >= 0)."""
+    return -(op_index + 1)
+
+
+def in_place_inputs(tensors: Sequence[TensorRec], ops: Sequence[OpRec], last: dict[int, int]) -> dict[int, int]:
+    """Output tensor -> the input tensor whose arena bytes it takes, for each op with
+    in-place slots (``OpSpec.in_place_slots``: LUT's input, either operand of ADD/MUL, …)
+    whose input there is last read by that op, has the output's size (and dims, unless
+    ``in_place_any_dims``) and is not read twice by it; the first such slot wins."""
+    inplace: dict[int, int] = {}
+    for i, op in enumerate(ops):
+        out = tensors[op.output]
+        spec = OP_SPECS[op.opcode]
+        if out.storage != Storage.ARENA:
+            continue
+        for s in spec.in_place_slots:
+            tid = op.inputs[s]
+            if tid is None:
+                continue
+            t = tensors[tid]
+            if (t.storage == Storage.ARENA and last.get(tid) == i and t.nbytes == out.nbytes
+                    and (spec.in_place_any_dims or t.dims == out.dims)
+                    and sum(1 for x in op.inputs if x == tid) == 1):
+                inplace[op.output] = tid
+                break
+    return inplace
+
+
+def payload_buffers(tensors: Sequence[TensorRec], ops: Sequence[OpRec]) -> list[PlanBuffer]:
+    """Every arena tensor (id = tensor id) and every op's scratch (id = ``scratch_key``) of a
+    payload as a ``PlanBuffer``: written by the first op that outputs it, live to its last
+    reader, in place of an input where ``in_place_inputs`` allows it."""
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    for i, op in enumerate(ops):
+        first.setdefault(op.output, i)
+        last[op.output] = max(last.get(op.output, i), i)
+        for tid in op.inputs:
+            if tid is not None:
+                last[tid] = max(last.get(tid, i), i)
+    inplace = in_place_inputs(tensors, ops, last)
+    buffers: list[PlanBuffer] = []
+    for tid, t in enumerate(tensors):
+        if t.storage != Storage.ARENA:
+            continue
+        if tid not in first:
+            raise AssertionError(f"arena tensor {tid} is never written")
+        buffers.append(PlanBuffer(tid, t.nbytes, first[tid], last[tid], inplace.get(tid)))
+    for i, op in enumerate(ops):
+        if op.scratch_size:
+            buffers.append(PlanBuffer(scratch_key(i), op.scratch_size, i, i))
+    return buffers

@@ -65,9 +65,16 @@ def cache_dir() -> Path:
     return base
 
 
-def _engine_sources() -> list[Path]:
-    return sorted([*(ENGINE / "src").glob("*.c"), *(ENGINE / "ops").glob("*.c"),
-                   ENGINE / "tools" / "espnn_run.c"])
+def _engine_sources(replace: dict[str, Path] | None = None) -> list[Path]:
+    """The engine's C files; ``replace`` maps one (relative to engine/, "src/registry.c") to
+    another file that takes its place."""
+    paths = sorted([*(ENGINE / "src").glob("*.c"), *(ENGINE / "ops").glob("*.c"),
+                    ENGINE / "tools" / "espnn_run.c"])
+    subs = replace or {}
+    unknown = set(subs) - {p.relative_to(ENGINE).as_posix() for p in paths}
+    if unknown:
+        raise ValueError(f"no engine source {sorted(unknown)} to replace")
+    return [subs.get(p.relative_to(ENGINE).as_posix(), p) for p in paths]
 
 
 def _kernel_sources(v: Variant) -> list[Path]:
@@ -82,7 +89,7 @@ def _kernel_sources(v: Variant) -> list[Path]:
             src / "softmax" / "esp_nn_softmax_ansi.c"]
 
 
-def _hash(v: Variant, cc: str) -> str:
+def _hash(v: Variant, cc: str, sources: Sequence[Path]) -> str:
     h = hashlib.sha256()
     h.update(repr((v.name, v.cflags, str(v.esp_nn_dir), cc)).encode())
     headers = [*(ENGINE / "include").glob("*.h"), *(ENGINE / "src").glob("*.h"),
@@ -91,7 +98,7 @@ def _hash(v: Variant, cc: str) -> str:
         headers += [*(v.esp_nn_dir / "include").glob("*.h"),
                     *(v.esp_nn_dir / "src" / "common").glob("*.h"),
                     *(v.esp_nn_dir / "src" / "softmax").glob("*.h")]
-    for p in sorted({*_engine_sources(), *_kernel_sources(v), *headers}):
+    for p in sorted({*sources, *_kernel_sources(v), *headers}):
         h.update(str(p).encode())
         h.update(p.read_bytes())
     return h.hexdigest()[:16]
@@ -103,9 +110,11 @@ def _run(cmd: Sequence[str], cwd: Path) -> None:
         raise RuntimeError(f"compile failed: {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
 
 
-def build(v: Variant, cc: str = "gcc") -> Path:
-    """Path of the ``espnn_run`` binary for variant ``v`` (built on first use)."""
-    out = cache_dir() / f"espnn_run-{v.name}-{_hash(v, cc)}"
+def build(v: Variant, cc: str = "gcc", replace: dict[str, Path] | None = None) -> Path:
+    """Path of the ``espnn_run`` binary for variant ``v`` (built on first use), with the engine
+    sources ``replace`` names swapped for other files."""
+    sources = _engine_sources(replace)
+    out = cache_dir() / f"espnn_run-{v.name}-{_hash(v, cc, sources)}"
     if out.exists():
         return out
     with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
@@ -124,7 +133,7 @@ def build(v: Variant, cc: str = "gcc") -> Path:
             obj = work / f"k{i}.o"
             _run([cc, *kern_flags, "-c", str(src), "-o", str(obj)], work)
             objs.append(str(obj))
-        for i, src in enumerate(_engine_sources()):
+        for i, src in enumerate(sources):
             obj = work / f"e{i}.o"
             _run([cc, *WARNINGS, *v.cflags, *engine_inc, *kern_inc, "-c", str(src), "-o",
                   str(obj)], work)

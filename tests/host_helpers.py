@@ -205,12 +205,13 @@ def delegated_pte(
 
 
 def render_model(pte: bytes, out: Path, *, edit: dict[str, Any] | None = None,
-                 sizes: Any = None) -> Path:
+                 sizes: Any = None, selftest: dict[str, Any] | None = None) -> Path:
     """Write model.pte and the generated header/data the PlatformIO model step writes, with
     the sizes measured by host.measure (nobody guesses) or, for another target, ``sizes`` (a
     host.PteSizes measured there); returns the folder to pass as ESPNN_MODEL_DIR.  `edit`
     overrides fields ("sizes.arena_bytes", "inputs.0.scale", ...) to make the inconsistent
-    headers the runtime must refuse."""
+    headers the runtime must refuse; `selftest` is the self-test table's context
+    (``SelfTest.to_context()``, possibly tampered with)."""
     import sys
 
     from executorch_espnn import host
@@ -240,5 +241,5 @@ def render_model(pte: bytes, out: Path, *, edit: dict[str, Any] | None = None,
             info["pte"][section][int(index)][attr] = value
         else:
             info[section][field] = value
-    render.write_all(info, out)
+    render.write_all(info, out, selftest)
     return Path(out / render.GENERATED_SUBDIR)

@@ -17,7 +17,7 @@ from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
 from executorch_espnn import pte
 from executorch_espnn.decisions import OpDecision
-from executorch_espnn.lowering_graph import DEQUANTIZE, QUANTIZE, node_op
+from executorch_espnn.graph.names import DEQUANTIZE, QUANTIZE, node_op
 from executorch_espnn.partitioner import EspNNPartitioner
 from executorch_espnn.payload import Opcode, Payload, decode
 from executorch_espnn.quantizer import EspNNQuantizer
@@ -171,11 +171,12 @@ def op_by_op(low: Lowered, xs: Sequence[torch.Tensor]) -> list[tuple[str, int, i
     from torch.fx import Interpreter
 
     from executorch_espnn.backend import partition_io
-    from executorch_espnn.lowering_graph import GraphContext
+    from executorch_espnn.graph.constants import GraphContext
+    from executorch_espnn.layout import inverse
     from executorch_espnn.ops import build_registry
     from executorch_espnn.payload import DType
-    from executorch_espnn.payload_builder import build_payload, inverse
     from executorch_espnn.reference import Executor
+    from executorch_espnn.units import build_payload
 
     captured: dict[str, torch.Tensor] = {}
 
@@ -192,7 +193,7 @@ def op_by_op(low: Lowered, xs: Sequence[torch.Tensor]) -> list[tuple[str, int, i
     sub = lowered.original_module
     nodes, inputs, outputs = partition_io(sub)
     p = low.partitioner
-    res = build_payload(nodes, inputs, outputs, GraphContext(sub, build_registry(), p._known), p.target,
+    res = build_payload(nodes, inputs, outputs, GraphContext(sub, p._known), build_registry(), p.target,
                         p.options.limits)
     assert res.data == low.payloads[0], "preprocess is deterministic"
     by_name = {n.name: n for n in sub.graph.nodes}

@@ -592,3 +592,29 @@ def test_engine_is_freestanding(tmp_path: Path) -> None:
     helpers = re.compile(r"__(\w+)(di3|si3|sf2|sf3|sfsi|sisf)")
     libc = undefined - {s for s in undefined if helpers.fullmatch(s)}
     assert libc <= {"memcpy", "memset", "memmove"}, sorted(libc)
+
+
+# ------------------------------------------------------------ an opcode of a newer format
+
+def test_an_opcode_newer_than_the_payload_format_is_refused_by_both_readers(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new opcode comes with a format minor (``OpSpec.since_minor``; see
+    docs/adding-an-operator.md): a payload of an older minor that uses it is refused, naming
+    'opcode', by the Python reader and by the C parser built from the generated tables.
+    Simulated on LUT, as if it had come with 2.1, against a 2.0 LUT payload."""
+    import dataclasses
+
+    from executorch_espnn.payload import ctables
+
+    case = _cases()["lut_sigmoid"]  # encoded (and validated) before the spec changes
+    monkeypatch.setitem(F.OP_SPECS, Opcode.LUT, dataclasses.replace(F.OP_SPECS[Opcode.LUT], since_minor=1))
+    with pytest.raises(PayloadError, match=r"field 'opcode': LUT needs format 2\.1, payload is 2\.0"):
+        decode(case.payload)
+    registry = tmp_path / "registry.c"
+    registry.write_text(ctables.render()["espnn_component/engine/src/registry.c"])
+    assert ".since_minor = 1" in registry.read_text()
+    exe = eh.build(eh.HOST, replace={"src/registry.c": registry})
+    r = eh.run(exe, eh.HOST, case.payload, case.inputs, 1)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    err = r.error_fields()
+    assert (err["field"], err["opcode"], err["value"], err["limit"]) == ("opcode", str(int(Opcode.LUT)), "0", "1"), err

@@ -467,7 +467,7 @@ def _requantize_input(q: Any, index: int, scale_factor: float, zp_shift: int) ->
     """Give the model input ``index`` other quantization parameters than the quantizer chose
     (its quantize node and the dequantize nodes reading it), as a differently calibrated
     producer would."""
-    from executorch_espnn.lowering_graph import node_op
+    from executorch_espnn.graph.names import node_op
 
     ph = [n for n in q.graph.nodes if n.op == "placeholder"][index]
     (qnode,) = [u for u in ph.users if "quantize_per_tensor" in node_op(u)]
@@ -511,7 +511,7 @@ def test_stack_of_more_than_16_tensors_stays_on_cpu() -> None:
 def _mean_last_dim_with_output(scale_factor: float | None) -> Lowered:
     """x.mean(-1) of [2, 3, 10] with the output quantization edited: the input's own
     parameters (``None``) or the observed output scale times ``scale_factor``."""
-    from executorch_espnn.lowering_graph import node_op
+    from executorch_espnn.graph.names import node_op
     from tests.lowering_helpers import quantize_module
 
     m = Fn(lambda mods, x: x.mean(-1)).eval()
@@ -564,8 +564,7 @@ def _split_graph(reader: str) -> tuple[Any, Any]:
     """dequantize → split_with_sizes_copy → getitem(0) → ``reader`` (FX, built by hand)."""
     from torch.fx import Graph
 
-    from executorch_espnn.lowering_graph import GraphContext
-    from executorch_espnn.ops import build_registry
+    from executorch_espnn.graph.constants import GraphContext
 
     g = Graph()
     x = g.placeholder("x")
@@ -583,7 +582,7 @@ def _split_graph(reader: str) -> tuple[Any, Any]:
         g.output((split, g.call_function(qd.quantize_per_tensor.default, (piece, *qargs))))
     else:
         g.output(piece)
-    return split, GraphContext(None, build_registry())
+    return split, GraphContext(None)
 
 
 @pytest.mark.parametrize(("reader", "reason"), [
@@ -593,11 +592,12 @@ def _split_graph(reader: str) -> tuple[Any, Any]:
     ("list", "its list of pieces is read by the graph output, not by indexing"),
 ])
 def test_split_pieces_must_each_be_quantized_once(reader: str, reason: str) -> None:
-    from executorch_espnn.lowering_graph import match_unit
-    from executorch_espnn.ops import Unsupported
+    from executorch_espnn.ops import build_registry
+    from executorch_espnn.units import match_unit
+    from executorch_espnn.unsupported import Unsupported
 
     split, ctx = _split_graph(reader)
-    low = ctx.registry.get("aten.split_with_sizes_copy.default")
+    low = build_registry().get("aten.split_with_sizes_copy.default")
     assert low is not None
     with pytest.raises(Unsupported) as err:
         match_unit(split, low, ctx)

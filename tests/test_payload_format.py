@@ -1,5 +1,6 @@
-"""The payload format has one Python source and one C mirror; these must agree, and the
-writer must round-trip through the reader."""
+"""The payload format has one Python source (``payload/format.py``); the C engine's tables are
+generated from it and committed, and must be current.  The writer must round-trip through
+the reader."""
 
 from __future__ import annotations
 
@@ -39,7 +40,35 @@ def _c_defines() -> dict[str, int]:
     return out
 
 
+def test_generated_c_tables_are_current() -> None:
+    from executorch_espnn.payload import ctables
+
+    assert ctables.stale() == [], (
+        f"generated C files are stale: run `{ctables.COMMAND}` and commit the result")
+
+
+def test_ctables_check_names_the_stale_file_and_the_fix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from executorch_espnn.payload import ctables
+
+    for rel in ctables.GENERATED:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text((ROOT / rel).read_text())
+    header = "espnn_component/engine/include/espnn_format.h"
+    edited = (tmp_path / header).read_text().replace("#define ESPNN_MAX_OPS 4096", "#define ESPNN_MAX_OPS 8192")
+    (tmp_path / header).write_text(edited)
+    assert ctables.main(["--check", "--root", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert f"{header} is stale" in err and "run `python -m executorch_espnn.payload.ctables`" in err, err
+    assert "registry.c" not in err
+    assert ctables.main(["--root", str(tmp_path)]) == 0
+    assert header in capsys.readouterr().out
+    assert ctables.main(["--check", "--root", str(tmp_path)]) == 0
+    assert (tmp_path / header).read_text() == (ROOT / header).read_text()
+
+
 def test_c_header_matches_python() -> None:
+    """The template maps each Python constant to the C name the engine uses (the generation
+    test above only says the committed copy is what the template renders)."""
     c = _c_defines()
     assert bytes(c[f"ESPNN_MAGIC_{i}"] for i in range(4)) == F.MAGIC
     pairs = {
@@ -72,6 +101,8 @@ def test_c_header_matches_python() -> None:
     for op, spec in F.OP_SPECS.items():
         pairs[f"OP_{op.name}"] = int(op)
         pairs[f"PARAMS_{op.name}"] = len(spec.params)
+        for i, name in enumerate(spec.params):
+            pairs[f"P_{op.name}_{name.upper()}"] = i
     for name, value in pairs.items():
         assert c.get(f"ESPNN_{name}") == value, name
     c_ops = {k for k in c if k.startswith("ESPNN_OP_") and k != "ESPNN_OP_COUNT"}
@@ -204,3 +235,12 @@ def test_dataflow_read_before_write() -> None:
     )
     with pytest.raises(PayloadError, match="read before any op writes it"):
         encode(p)
+
+
+def test_every_opcode_has_a_validator_check() -> None:
+    from executorch_espnn.payload.checks import CHECKS
+
+    for op in F.Opcode:
+        assert op in CHECKS.by_opcode, (
+            f"{op.name} has no validator check: add one with @check(Opcode.{op.name}) in "
+            "executorch_espnn/payload/checks/<family>.py (docs/adding-an-operator.md)")

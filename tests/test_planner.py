@@ -6,7 +6,14 @@ import random
 
 import pytest
 
-from executorch_espnn.planner import PlanBuffer, lower_bound, plan_arena
+from executorch_espnn.payload import DType, Opcode, OpRec, Storage, TensorRec
+from executorch_espnn.planner import (
+    PlanBuffer,
+    lower_bound,
+    payload_buffers,
+    plan_arena,
+    scratch_key,
+)
 from tests.planner_helpers import SeqBuilder, check_plan, dscnn_seq, mobilenet_v2_seq, resnet8_seq
 
 
@@ -183,3 +190,66 @@ def test_realistic_sequences_near_lower_bound(seq: object) -> None:
     check_plan(bufs, plan)
     assert plan.lower_bound == _peak_by_brute_force(bufs)
     assert plan.size <= 1.01 * plan.lower_bound + 16, (plan.size, plan.lower_bound)
+
+
+# ---------------------------------------------------------------------------------------
+# a payload's op list as buffers: lifetimes, scratch and the in-place choice
+# (the rules are docs/payload-format.md's "in place" column and its dataflow rules)
+
+def _arena(*dims: int) -> TensorRec:
+    return TensorRec(DType.INT8, dims, Storage.ARENA)
+
+
+def _by_id(tensors: list[TensorRec], ops: list[OpRec]) -> dict[int, PlanBuffer]:
+    return {b.id: b for b in payload_buffers(tensors, ops)}
+
+
+def test_payload_buffers_lifetimes_and_scratch() -> None:
+    tensors = [TensorRec(DType.FLOAT32, (1, 8), Storage.INPUT), _arena(1, 8), _arena(1, 8),
+               TensorRec(DType.INT8, (1, 8), Storage.OUTPUT)]
+    ops = [OpRec(Opcode.QUANTIZE, (0,), 1), OpRec(Opcode.SOFTMAX, (1,), 2, scratch_size=48),
+           OpRec(Opcode.ADD, (1, 2), 3)]
+    bufs = _by_id(tensors, ops)
+    assert set(bufs) == {1, 2, scratch_key(1)}  # arena tensors and the one scratch range
+    assert (bufs[1].first, bufs[1].last, bufs[1].nbytes) == (0, 2, 8)
+    assert (bufs[2].first, bufs[2].last) == (1, 2)
+    assert (bufs[scratch_key(1)].first, bufs[scratch_key(1)].last, bufs[scratch_key(1)].nbytes) == (1, 1, 48)
+    # the SOFTMAX input is read again by op 2, and SOFTMAX is no in-place op anyway
+    assert bufs[2].inplace_of is None
+
+
+def test_in_place_only_over_an_input_read_last_by_the_op() -> None:
+    tensors = [_arena(1, 8), _arena(1, 8), _arena(1, 8), _arena(1, 8)]
+    ops = [OpRec(Opcode.QUANTIZE, (), 0), OpRec(Opcode.LUT, (0, None), 1),  # table slot unused here
+           OpRec(Opcode.LUT, (1, None), 2), OpRec(Opcode.ADD, (0, 2), 3)]
+    bufs = _by_id(tensors, ops)
+    assert bufs[1].inplace_of is None  # tensor 0 is still read by op 3
+    assert bufs[2].inplace_of == 1  # tensor 1's last reader is op 2
+    assert bufs[3].inplace_of == 0  # ADD: slot 0 qualifies first
+
+
+def test_add_in_place_over_its_second_operand() -> None:
+    tensors = [_arena(1, 8), _arena(1, 8), _arena(1, 8), _arena(1, 8)]
+    ops = [OpRec(Opcode.QUANTIZE, (), 0), OpRec(Opcode.QUANTIZE, (), 1),
+           OpRec(Opcode.ADD, (0, 1), 2), OpRec(Opcode.MUL, (0, 2), 3)]
+    bufs = _by_id(tensors, ops)
+    assert bufs[2].inplace_of == 1  # tensor 0 (slot 0) is still read by op 3: slot 1 it is
+    assert bufs[3].inplace_of == 0
+
+
+def test_no_in_place_for_twice_read_or_reshaped_dims() -> None:
+    tensors = [_arena(1, 8), _arena(1, 8), _arena(2, 4), _arena(2, 4), _arena(1, 8)]
+    ops = [OpRec(Opcode.QUANTIZE, (), 0), OpRec(Opcode.ADD, (0, 0), 1),  # x + x: never in place
+           OpRec(Opcode.RESHAPE, (1,), 2),  # a view: any dims of the same size
+           OpRec(Opcode.LUT, (2, None), 3), OpRec(Opcode.LUT, (3, None), 4)]  # LUT needs equal dims
+    bufs = _by_id(tensors, ops)
+    assert bufs[1].inplace_of is None
+    assert bufs[2].inplace_of == 1
+    assert bufs[3].inplace_of == 2
+    assert bufs[4].inplace_of is None
+
+
+def test_conv_never_in_place() -> None:
+    tensors = [_arena(1, 4, 4, 8), _arena(1, 4, 4, 8)]
+    ops = [OpRec(Opcode.QUANTIZE, (), 0), OpRec(Opcode.CONV2D, (0, None, None, None, None), 1)]
+    assert _by_id(tensors, ops)[1].inplace_of is None

@@ -160,6 +160,20 @@ def test_hello_world_prints_what_the_quantized_model_predicts(hello: Built) -> N
         check_scores(printed, hello, ref, mod.test_input(i), name)
 
 
+def test_hello_world_self_test_is_bit_exact(hello: Built) -> None:
+    """custom_executorch_selftest = 4 in the example: the sketch's first line is
+    EspnnModel::self_test()'s, over 4 calibration samples whose outputs the build computed with
+    the Python reference (tests/test_selftest.py checks those values independently)."""
+    m = re.search(r"^selftest: 4/4 bit-exact \(worst 0 LSB\), latency min/median/max \d+/\d+/\d+ us$",
+                  hello.stdout, re.M)
+    assert m and m.start() < hello.stdout.index("rising ramp: "), hello.stdout
+    header = (hello.out / "espnn_model" / "model_pte.h").read_text()
+    assert "#define ESPNN_MODEL_SELFTEST_CASES 4u" in header and "&espnn_model_selftest," in header
+    # the build's report says what was embedded: 4 x (4 inputs + 3 outputs) int8 values
+    assert "  self-test: 4 samples from the calibration data with their expected outputs, 28 B in flash" \
+        in hello.stdout, hello.stdout
+
+
 def test_host_program_uses_the_component_pal(hello: Built) -> None:
     """The host PAL (stderr logging, memory policy) wins over libexecutorch.so's weak
     defaults: the program itself exports every et_pal_* function."""
@@ -249,6 +263,7 @@ EspnnModel::EspnnModel(const espnn_pte_desc_t &desc) : desc_(desc) { error_[0] =
 EspnnModel::~EspnnModel() {}
 bool EspnnModel::begin() { return false; }
 bool EspnnModel::invoke() { return false; }
+bool EspnnModel::self_test(char *, size_t) { return false; }
 void *EspnnModel::view(bool, size_t, ViewKind) { return nullptr; }
 """
 
@@ -306,9 +321,12 @@ def test_keyword_spotting_pio_test_on_host(core: Path, tmp_path: Path) -> None:
     r = h.pio(core, h.example_dir("keyword_spotting"), "test", "-e", "host", timeout=1200,
               workspace=tmp_path / "ws")
     assert r.returncode == 0, r.output[-4000:]
-    assert "9 test cases: 9 succeeded" in r.output
-    for case in ("begin", "keyword_yes", "keyword_right", "silence"):
+    assert "10 test cases: 10 succeeded" in r.output
+    for case in ("begin", "selftest", "keyword_yes", "keyword_right", "silence"):
         assert f"PASS {case}\n" in r.output
+    # custom_executorch_selftest = 4: the chip (here the host) matches the build's reference
+    assert re.search(r"^selftest: 4/4 bit-exact \(worst 0 LSB\), latency min/median/max \d+/\d+/\d+ us$",
+                     r.output, re.M), r.output[-4000:]
 
 
 @pytest.mark.slow

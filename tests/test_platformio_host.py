@@ -178,9 +178,13 @@ def example_inputs():
          "custom_executorch_calibration = calib.csv: expected a .npz file"),
         ("custom_executorch_calibration = calib.npz", {"calib.npz": ""},
          "custom_executorch_calibration is set but custom_executorch_model is not"),
+        ("custom_executorch_model = model.py\n        custom_executorch_selftest = -2",
+         {"model.py": MODEL_PY},
+         "custom_executorch_selftest = -2: a negative number of samples; give a whole number, e.g. "
+         "`custom_executorch_selftest = 4`"),
     ],
     ids=["unknown-option", "missing-file", "bad-strict", "bad-target", "no-model-fn", "bad-suffix",
-         "calib-suffix", "calib-without-model"],
+         "calib-suffix", "calib-without-model", "bad-selftest"],
 )
 def test_option_errors_stop_the_build_with_one_line(
     core: Path, tmp_path: Path, ini: str, files: dict[str, str], expected: str

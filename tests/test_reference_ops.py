@@ -70,7 +70,7 @@ def test_against_torch_other_seeds(seed: int) -> None:
 
 
 def test_every_opcode_has_a_kernel_and_a_case() -> None:
-    assert set(KERNELS.kernels) == set(Opcode)
+    assert set(KERNELS.by_opcode) == set(Opcode)
     covered = {op.opcode for c in CASES for op in decode(c.payload).ops}
     assert covered == set(Opcode)
 

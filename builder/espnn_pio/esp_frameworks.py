@@ -33,6 +33,7 @@ from .render import GENERATED_SUBDIR, TEMPLATES
 ARDUINO_SRC_FILTER = [
     "+<adapter/*.cpp>",
     "+<runtime/espnn_model.cpp>",
+    "+<runtime/espnn_selftest.cpp>",
     "+<memory/espnn_mem_core.c>",
     "+<memory/espnn_mem_idf.c>",
     "+<engine/src/*.c>",

@@ -2,9 +2,9 @@
 
 Run by the builder as `$PYTHONEXE lower_driver.py --model ... --out $BUILD_DIR/executorch ...`
 so that torch is imported in a child process, never in SCons itself.  Writes only into --out:
-model.pte, report.json/report.txt (from the lowering), model_pte.h, model_pte.c,
-CMakeLists.txt (the ESP-IDF component of the generated files) and model_info.json (what the
-builder prints and checks).
+model.pte, report.json/report.txt (from the lowering), selftest.npz (with
+custom_executorch_selftest), model_pte.h, model_pte.c, CMakeLists.txt (the ESP-IDF component of
+the generated files) and model_info.json (what the builder prints and checks).
 
 Exit codes: 0 ok; 2 the model or the lowering failed (stderr's last line says why);
 3 a Python package is missing from PlatformIO's Python (the line gives the pip command).
@@ -26,6 +26,13 @@ sys.path.insert(0, str(HERE.parent))
 
 from espnn_pio import checkout, render  # noqa: E402
 
+# lowering options the CLI names as flags, as platformio.ini names them
+INI_OPTIONS = {
+    "selftest": "custom_executorch_selftest",
+    "validation": "custom_executorch_validation",
+    "calibration": "custom_executorch_calibration",
+}
+
 # module -> the requirement to install when it is missing (pins as in pyproject.toml)
 REQUIREMENTS = {
     "torch": "torch==2.13.0",
@@ -40,6 +47,7 @@ NEEDED_FOR = {
     "pte": ["executorch", "numpy", "jinja2"],
 }
 
+SELFTEST_FILE = "selftest.npz"  # executorch_espnn.cli.SELFTEST_FILE (not imported: a .pte needs no package)
 EXIT_FAILED = 2
 EXIT_MISSING = 3
 
@@ -72,14 +80,26 @@ def lower(args: argparse.Namespace, out: Path) -> None:
             f'({sys.executable}); install it with: "{sys.executable}" -m pip install executorch-espnn'
         )
     from executorch_espnn import cli  # the very code path of `python -m executorch_espnn build`
+    from executorch_espnn.errors import EspNNError, OptionValueError
 
     argv = ["build", str(args.model), "--out", str(out), "--target", args.target]
     if args.strict:
         argv.append("--strict")
     if args.calibration:
         argv += ["--calibration", str(args.calibration)]
+    if args.validation:
+        argv += ["--validation", str(args.validation)]
+    if args.selftest:
+        argv += ["--selftest", str(args.selftest)]
     try:
-        rc = cli.main(argv)
+        rc = cli.run(argv)
+    except OptionValueError as exc:  # one line naming the platformio.ini option
+        name = INI_OPTIONS.get(exc.option)
+        raise StepFailure(exc.spelled(f"{name} = ") if name else str(exc)) from exc
+    except EspNNError as exc:
+        msg = str(exc).strip() or type(exc).__name__
+        sys.stderr.write(f"error: {msg}\n")
+        rc = 1
     except SystemExit as exc:  # argparse or an explicit sys.exit in the CLI
         rc = exc.code if isinstance(exc.code, int) else 1
     if rc:
@@ -122,6 +142,17 @@ def describe(out: Path) -> dict[str, Any]:
     return render.model_info(meta, report, versions(), measure_pools(pte, meta.method))
 
 
+def load_selftest(out: Path) -> dict[str, Any] | None:
+    """The self-test table's template context, from the selftest.npz the lowering wrote."""
+    path = out / SELFTEST_FILE
+    if not path.is_file():
+        return None
+    from executorch_espnn.selftest import SelfTest
+
+    context: dict[str, Any] = SelfTest.load(path).to_context()
+    return context
+
+
 def measure_pools(pte: bytes, method: str) -> dict[str, int]:
     """The header's exact pool sizes: the program loaded once in EspnnModel's own memory
     mode on this computer (executorch_espnn.host.measure), so begin() never guesses."""
@@ -154,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--target", required=True)
     p.add_argument("--strict", action="store_true")
     p.add_argument("--calibration", type=Path)
+    p.add_argument("--validation", type=Path)
+    p.add_argument("--selftest", type=int, default=0)
     p.add_argument("--model-option", default="custom_executorch_model")
     p.add_argument("--package-root", type=Path, help="a checkout whose executorch_espnn to use")
     args = p.parse_args(argv)
@@ -175,7 +208,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         lower(args, out)
         info = describe(out)
-        render.write_all(info, out)
+        selftest = load_selftest(out) if args.kind != "pte" else None
+        info["selftest"] = render.selftest_summary(selftest)
+        render.write_all(info, out, selftest)
     except StepFailure as exc:
         sys.stderr.write(f"Error: {exc}\n")
         return EXIT_FAILED

@@ -3,10 +3,11 @@
 Runs while SCons reads the build scripts, before anything compiles, because espressif32's
 ESP-IDF builder reads the CMake code model (which must already contain the generated model
 component) at that point too; one mechanism then serves every framework.  The decision to
-relower is a content-hash key over: the model file, the calibration data, the options, the
-installed executorch-espnn / ExecuTorch / torch / torchao versions (plus the package's source
-when it runs from a checkout) and this step's own driver and templates.  The key is stored in
-$BUILD_DIR/executorch/stamp.json next to the outputs; nothing is written outside that folder.
+relower is a content-hash key over: the model file, the calibration and validation data, the
+options, the installed executorch-espnn / ExecuTorch / torch / torchao versions (plus the
+package's source when it runs from a checkout) and this step's own driver and templates.  The
+key is stored in $BUILD_DIR/executorch/stamp.json next to the outputs; nothing is written
+outside that folder.
 """
 
 from __future__ import annotations
@@ -124,6 +125,7 @@ def cache_key(opts: ModelOptions, platform_dir: Path) -> dict[str, Any]:
     return {
         "model": _sha256_file(opts.model),
         "calibration": _sha256_file(opts.calibration) if opts.calibration else None,
+        "validation": _sha256_file(opts.validation) if opts.validation else None,
         "options": opts.cache_fields(),
         "versions": {
             "executorch_espnn": package,
@@ -132,7 +134,10 @@ def cache_key(opts: ModelOptions, platform_dir: Path) -> dict[str, Any]:
             "torchao": _module_version("torchao"),
         },
         "step": {f.name: _sha256_file(f) for f in STEP_FILES},
-        "templates": {n: _sha256_file(templates / t) for n, t in render.OUTPUTS.items()},
+        "templates": {
+            **{n: _sha256_file(templates / t) for n, t in render.OUTPUTS.items()},
+            **{t: _sha256_file(templates / t) for t in render.INCLUDES},
+        },
     }
 
 
@@ -173,6 +178,10 @@ def run(opts: ModelOptions, paths: StepPaths, python: str, platform_dir: Path) -
         cmd.append("--strict")
     if opts.calibration:
         cmd += ["--calibration", str(opts.calibration)]
+    if opts.validation:
+        cmd += ["--validation", str(opts.validation)]
+    if opts.selftest:
+        cmd += ["--selftest", str(opts.selftest)]
     last_error = ""
     proc = subprocess.Popen(
         cmd,

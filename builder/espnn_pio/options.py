@@ -8,6 +8,7 @@ parsed with `ast`), because it runs on every `pio run`, including no-op builds.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,8 @@ MODEL = PREFIX + "model"
 CALIBRATION = PREFIX + "calibration"
 STRICT = PREFIX + "strict"
 TARGET = PREFIX + "target"
+SELFTEST = PREFIX + "selftest"
+VALIDATION = PREFIX + "validation"
 # Where an ESP build's pinned source trees come from (builder/espnn_pio/sources.py reads them).
 RUNTIME_DIR = PREFIX + "runtime_dir"  # a pytorch/executorch checkout at the wheel's commit
 FLATBUFFERS_DIR = PREFIX + "flatbuffers_dir"  # google/flatbuffers at ExecuTorch's pin
@@ -27,7 +30,7 @@ SOURCE_OPTIONS = (RUNTIME_DIR, FLATBUFFERS_DIR, ESPNN_DIR, SOURCES_URL_BASE)
 # always, the host board on request) or "wheel" (the executorch wheel's libraries: host only).
 RUNTIME = PREFIX + "runtime"
 RUNTIME_CHOICES = ("source", "wheel")
-KNOWN = (MODEL, CALIBRATION, STRICT, TARGET, RUNTIME, *SOURCE_OPTIONS)
+KNOWN = (MODEL, CALIBRATION, STRICT, TARGET, SELFTEST, VALIDATION, RUNTIME, *SOURCE_OPTIONS)
 
 MODEL_SUFFIXES = (".py", ".pt2", ".pte")
 # The chips ESP-NN serves, each a target of the lowering (executorch_espnn's Target: its scratch
@@ -52,10 +55,13 @@ class ModelOptions:
     strict: bool
     target: str
     target_from_board: bool
+    selftest: int = 0  # samples embedded for EspnnModel::self_test()
+    validation: Path | None = None  # absolute
 
     def cache_fields(self) -> dict[str, str]:
         """The option values that change the lowering's output (paths are hashed as content)."""
-        return {"kind": self.kind, "strict": str(self.strict), "target": self.target}
+        return {"kind": self.kind, "strict": str(self.strict), "target": self.target,
+                "selftest": str(self.selftest)}
 
 
 def _parse_bool(name: str, raw: str) -> bool:
@@ -114,7 +120,7 @@ def parse(
                 f"{name}: unknown option; the executorch options are {', '.join(KNOWN)}"
             )
     raw_model = (get(MODEL) or "").strip()
-    others = [n for n in (CALIBRATION, STRICT, TARGET) if (get(n) or "").strip()]
+    others = [n for n in (CALIBRATION, STRICT, TARGET, SELFTEST, VALIDATION) if (get(n) or "").strip()]
     if not raw_model:
         if others:
             raise OptionError(
@@ -155,6 +161,7 @@ def parse(
             )
 
     strict = _parse_bool(STRICT, get(STRICT) or "no")
+    selftest, validation = _selftest_options(get, project_dir, kind)
 
     raw_target = (get(TARGET) or "").strip().lower()
     if raw_target:
@@ -172,7 +179,46 @@ def parse(
                 f"`{TARGET} = ` one of {', '.join(TARGETS)}"
             )
         target, from_board = MCU_TO_TARGET[mcu], True
-    return ModelOptions(model, kind, calibration, strict, target, from_board)
+    return ModelOptions(model, kind, calibration, strict, target, from_board, selftest, validation)
+
+
+def _selftest_options(
+    get: Callable[[str], str | None], project_dir: Path, kind: str
+) -> tuple[int, Path | None]:
+    """custom_executorch_selftest (a whole number >= 0; the lowering checks it against the
+    data and its maximum) and custom_executorch_validation (an .npz)."""
+    raw = (get(SELFTEST) or "0").strip()
+    if not re.fullmatch(r"[+-]?\d+", raw):
+        raise OptionError(
+            f"{SELFTEST} = {raw}: not a number of samples; give a whole number, e.g. "
+            f"`{SELFTEST} = 4` (0 turns the self-test off)"
+        )
+    selftest = int(raw)
+    if selftest < 0:
+        raise OptionError(
+            f"{SELFTEST} = {raw}: a negative number of samples; give a whole number, e.g. "
+            f"`{SELFTEST} = 4` (0 turns the self-test off)"
+        )
+    if selftest and kind == "pte":
+        raise OptionError(
+            f"{SELFTEST} = {raw}: a ready .pte carries no model to compute the expected outputs "
+            f"with; point {MODEL} at the .py/.pt2 model or remove {SELFTEST}"
+        )
+    validation: Path | None = None
+    raw_val = (get(VALIDATION) or "").strip()
+    if raw_val:
+        validation = _resolve_file(project_dir, VALIDATION, raw_val)
+        if validation.suffix != ".npz":
+            raise OptionError(
+                f"{VALIDATION} = {raw_val}: expected a .npz file (numpy.savez of arrays input0, "
+                "input1, ... and optionally labels); convert the data with numpy.savez"
+            )
+        if kind == "pte":
+            raise OptionError(
+                f"{VALIDATION} = {raw_val}: a ready .pte carries no model to run it on; "
+                f"remove {VALIDATION} or point {MODEL} at the .py/.pt2 model"
+            )
+    return selftest, validation
 
 
 def runtime_choice(get: Callable[[str], str | None], is_host: bool) -> str:

@@ -18,6 +18,8 @@ OUTPUTS = {
     "model_pte_data.S": "model_pte_data.S.j2",
     "CMakeLists.txt": "model_component.cmake.j2",
 }
+# Templates the outputs include (their content is part of the model step's cache key too).
+INCLUDES = ("model_selftest.h.j2",)
 
 
 # The espnn_pte_desc_t byte counts EspnnModel sizes its pools with.
@@ -116,8 +118,18 @@ def _asm_path(p: Path) -> str:
 GENERATED_SUBDIR = "espnn_model"  # also the ESP-IDF component name of the generated files
 
 
-def write_all(info: dict[str, Any], out: Path) -> list[Path]:
-    """Render into out/espnn_model/ (the .pte stays at out/model.pte)."""
+def selftest_summary(selftest: dict[str, Any] | None) -> dict[str, Any]:
+    """What model_info.json says about the embedded self-test (the values stay in the header)."""
+    if not selftest:
+        return {"cases": 0}
+    size = {"int8": 1, "float32": 4}
+    nbytes = sum(len(t["data"]) * size[t["dtype"]] for t in selftest["inputs"] + selftest["expected"])
+    return {"cases": int(selftest["n_cases"]), "source": str(selftest["source"]), "bytes": nbytes}
+
+
+def write_all(info: dict[str, Any], out: Path, selftest: dict[str, Any] | None = None) -> list[Path]:
+    """Render into out/espnn_model/ (the .pte stays at out/model.pte).  ``selftest``: the
+    context of the embedded self-test table (``SelfTest.to_context()``), None for none."""
     import jinja2
 
     env = jinja2.Environment(
@@ -131,6 +143,7 @@ def write_all(info: dict[str, Any], out: Path) -> list[Path]:
     env.filters["c_float"] = _c_float
     ctx = dict(info)
     ctx["pte_path"] = _asm_path((out / "model.pte").resolve())
+    ctx["selftest"] = selftest if selftest and selftest.get("n_cases") else None
     written = []
     gen = out / GENERATED_SUBDIR
     gen.mkdir(parents=True, exist_ok=True)

@@ -60,6 +60,12 @@ def summary_lines(info: dict[str, Any], budget: RamBudget | None) -> list[str]:
             f"  (state, method and temp allocator measured with {s['pointer_bytes']}-byte pointers on "
             "this computer: upper bounds for the 32-bit chip)"
         )
+    st = info.get("selftest") or {}
+    if st.get("cases"):
+        lines.append(
+            f"  self-test: {st['cases']} samples from the {st['source']} data with their expected "
+            f"outputs, {_kib(int(st['bytes']))} in flash (EspnnModel::self_test())"
+        )
     if budget is None:
         lines.append(f"  RAM: {_kib(ram_needed(info))} needed (host board: no internal RAM limit)")
     elif budget.available:

@@ -8,4 +8,5 @@ set(ESPNN_ADAPTER_SOURCES
   ${_espnn_adapter_root}/adapter/espnn_compat.cpp
   ${_espnn_adapter_root}/adapter/espnn_lock.cpp
   ${_espnn_adapter_root}/adapter/espnn_status.cpp)
-set(ESPNN_MODEL_SOURCES ${_espnn_adapter_root}/runtime/espnn_model.cpp)
+set(ESPNN_MODEL_SOURCES ${_espnn_adapter_root}/runtime/espnn_model.cpp
+                        ${_espnn_adapter_root}/runtime/espnn_selftest.cpp)

@@ -22,6 +22,29 @@ typedef struct espnn_pte_tensor {
     int32_t zero_point;
 } espnn_pte_tensor_t;
 
+/* The self-test model_pte.h embeds with custom_executorch_selftest = N (EspnnModel::self_test()).
+ * Values of one program input or output, for every case, case after case. */
+typedef struct espnn_selftest_tensor {
+    const void *data; /* n_cases * numel values of `dtype`, 16-byte aligned, in flash */
+    uint32_t numel;   /* values per case: the program tensor's element count */
+    uint8_t dtype;    /* ESPNN_DTYPE_INT8 or ESPNN_DTYPE_FLOAT32: how the values are stored */
+    /* int8 values of a float program tensor: its int8 grid (scale > 0).  An input is fed as
+     * (float)(q - zero_point) * scale; an output is compared as
+     * clamp(nearbyint((double)y / (double)scale) + zero_point).  0: the tensor's own values. */
+    float scale;
+    int32_t zero_point;
+} espnn_selftest_tensor_t;
+
+/* self_test() keeps one latency per case on the stack (for the median) */
+#define ESPNN_SELFTEST_MAX_CASES 64
+
+typedef struct espnn_selftest {
+    uint32_t n_cases;
+    const char *source;                       /* "validation", "calibration" or "random" */
+    const espnn_selftest_tensor_t *inputs;    /* one per program input (n_inputs of the desc) */
+    const espnn_selftest_tensor_t *expected;  /* one per program output (n_outputs) */
+} espnn_selftest_t;
+
 typedef struct espnn_pte_desc {
     uint32_t desc_version; /* ESPNN_PTE_DESC_VERSION */
     const uint8_t *data;   /* the .pte, 16-byte aligned (delegate segments are 128-aligned inside) */
@@ -43,6 +66,9 @@ typedef struct espnn_pte_desc {
     uint32_t n_outputs;
     const espnn_pte_tensor_t *inputs;
     const espnn_pte_tensor_t *outputs;
+    /* appended: a header without it leaves it NULL (no self-test), so the layout version
+     * stays 1 */
+    const espnn_selftest_t *selftest;
 } espnn_pte_desc_t;
 
 #ifdef __cplusplus

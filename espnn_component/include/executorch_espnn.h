@@ -109,6 +109,17 @@ class EXECUTORCH_ESPNN_API EspnnModel {
     /* Wall time of the last successful invoke(), boundary conversions included. */
     uint32_t last_latency_us() const { return latency_us_; }
 
+    /* Runs the cases model_pte.h embeds (custom_executorch_selftest = N): feeds each stored
+     * input, invokes, and compares every output with the value the host computed (the Python
+     * reference of the delegate, PyTorch for CPU operators).  Writes ONE line into `line`
+     * (always NUL-terminated; 192 bytes hold every form), e.g.
+     *   selftest: 4/4 bit-exact (worst 0 LSB), latency min/median/max 501/506/512 us
+     *   selftest: 3/4 bit-exact (worst 2 LSB): first difference sample 1 output 0 element 17: got -5 expected -3
+     * and returns true when every case is bit-exact.  Calls begin() when needed; allocates
+     * nothing (it writes the program's own input storage, so it selects the program's own
+     * input views: ask again for float/int8 views afterwards); see docs/runtime.md. */
+    bool self_test(char *line, size_t size);
+
     struct Impl;
 
   private:

@@ -3,6 +3,8 @@
  * EspnnModel (the same code path a sketch uses on the chip) and prints every output.
  *
  *   espnn_runner [--input INDEX=FILE]... [--seed N] [--repeat N] [--view native|float|int8]
+ *   espnn_runner --selftest      runs EspnnModel::self_test() and prints its one line
+ *                                (exit code 0 when every embedded case is bit-exact, else 1)
  *
  * --view picks the EspnnModel view of every input and output: the program's own dtype
  * (default), float (quantized/dequantized at the boundary for int8 tensors) or int8 (the raw
@@ -34,10 +36,12 @@ struct Options {
     uint32_t seed = 1;
     unsigned long repeat = 1;
     View view = View::kNative;
+    bool selftest = false;
 };
 
 int usage(const char *argv0) {
-    fprintf(stderr, "usage: %s [--input INDEX=FILE]... [--seed N] [--repeat N] [--view native|float|int8]\n",
+    fprintf(stderr,
+            "usage: %s [--input INDEX=FILE]... [--seed N] [--repeat N] [--view native|float|int8] | --selftest\n",
             argv0);
     return 2;
 }
@@ -45,7 +49,9 @@ int usage(const char *argv0) {
 bool parse_args(int argc, char **argv, Options *opt) {
     for (int i = 1; i < argc; ++i) {
         const char *arg = argv[i];
-        if (strcmp(arg, "--input") == 0 && i + 1 < argc) {
+        if (strcmp(arg, "--selftest") == 0) {
+            opt->selftest = true;
+        } else if (strcmp(arg, "--input") == 0 && i + 1 < argc) {
             const char *spec = argv[++i];
             char *end = nullptr;
             errno = 0;
@@ -167,6 +173,12 @@ int main(int argc, char **argv) {
         return usage(argv[0]);
     }
     EspnnModel model(model_pte);
+    if (opt.selftest) {
+        char line[192];
+        const bool exact = model.self_test(line, sizeof line);
+        printf("%s\n", line);
+        return exact ? 0 : 1;
+    }
     if (!model.begin()) {
         fprintf(stderr, "espnn_runner: begin() failed: %s\n", model.error());
         return 1;

@@ -1,13 +1,13 @@
 """Per-operator lowering registry.
 
 Each operator family lives in one module of this package and registers one
-``OpLowering`` subclass per group of edge targets with ``@register``.  A lowering
-knows three things about its operator:
+``OpLowering`` subclass (``ops.base``) per group of edge targets with ``@register``.  A
+lowering knows three things about its operator:
 
 * which arguments are quantized activations and which are constants
-  (``activation_args`` / ``weight_nodes``), so the generic matcher in
-  ``executorch_espnn.lowering_graph`` can collect the dequantize/quantize nodes
-  around it into one ``Unit``;
+  (``activation_args`` / ``weight_nodes``), so the generic matcher
+  ``executorch_espnn.units.match_unit`` can collect the dequantize/quantize nodes around it
+  into one ``Unit``;
 * whether a clamp-like activation after it folds into its output range
   (``fuses_activation``);
 * how to write the unit into a payload (``lower``), raising ``Unsupported`` with a
@@ -17,152 +17,26 @@ The partitioner decides with the very same code: it lowers each candidate unit o
 its own and validates the ops it produced with the payload validator, so a node
 that would fail preprocess is refused with a reason instead.
 
-Adding an operator touches one file: write the class and import the module in
-``_FAMILY_MODULES`` below.
+A new operator that lowers onto existing payload ops is one class in a family module (a
+new family module is also imported below), plus its quantizer annotation, tests and the
+operator table.  A new payload opcode touches more: the payload spec, the generated C tables,
+a C op family, its state size, a reference kernel, a validator check, golden cases, tests and
+docs.  ``docs/adding-an-operator.md`` lists every file, in order.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, TypeVar
+from ..unsupported import Unsupported
 
-if TYPE_CHECKING:
-    from torch.fx import Node
+# importing the family modules registers their lowerings (``@register``)
+from . import activation, conv, elementwise, linear, movement, pool, softmax  # noqa: F401
+from .base import _CLASSES, OpLowering, Registry, Unit, register
 
-    from ..lowering_graph import GraphContext
-    from ..payload_builder import PayloadBuilder
-
-
-class Unsupported(Exception):
-    """The node (group) stays on the CPU; ``reason`` says why, in words a user can act on."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-@dataclass
-class Unit:
-    """One quantized operator with everything the payload needs from the graph.
-
-    ``inputs`` are the per-tensor dequantize nodes of the activation operands (in the
-    order the lowering asked for them), ``weights`` the call_function nodes that turn
-    constants into operands (dequantize_per_channel …), ``compute`` the operator
-    itself followed by any fused activation (and getitem for tuple outputs), and
-    ``output`` the quantize node that ends the group.  An operator with several
-    results (split: one ``getitem`` per piece) has one quantize node per used result:
-    ``output`` is the first, ``more_outputs`` the others (see ``outputs``).
-    """
-
-    lowering: OpLowering
-    anchor: Node
-    compute: list[Node]
-    inputs: list[Node]
-    weights: list[Node]
-    output: Node
-    fused: list[Node] = field(default_factory=list)  # clamp-like nodes folded into the range
-    more_outputs: list[Node] = field(default_factory=list)  # quantize nodes of further results
-
-    @property
-    def outputs(self) -> list[Node]:
-        """The quantize node of every result the graph uses (``output`` first)."""
-        return [self.output, *self.more_outputs]
-
-    @property
-    def nodes(self) -> list[Node]:
-        """Every call_function node of the group (what gets tagged for delegation)."""
-        seen: dict[Node, None] = {}
-        for n in (*self.inputs, *self.weights, *self.compute, *self.outputs):
-            seen.setdefault(n, None)
-        return list(seen)
-
-
-class OpLowering:
-    """Base class of one operator family's capability check and lowering."""
-
-    #: canonical target names ("aten.convolution.default") this lowering handles
-    targets: ClassVar[tuple[str, ...]] = ()
-    #: ATen operators to keep whole through to_edge (``ops_to_not_decompose``)
-    preserve: ClassVar[tuple[str, ...]] = ()
-    #: whether relu/relu6/hardtanh/clamp right after the operator fold into its output range
-    fuses_activation: ClassVar[bool] = False
-    #: whether the operator returns a list of tensors, each read through a ``getitem`` and
-    #: quantized on its own (split); the unit then has one output per used piece
-    returns_pieces: ClassVar[bool] = False
-
-    def activation_args(self, node: Node, ctx: GraphContext) -> list[Node]:
-        """The operands that must be int8 activations (each through a dequantize node)."""
-        from ..lowering_graph import node_arg
-
-        x = node_arg(node, 0, "input")
-        if not hasattr(x, "op"):
-            raise Unsupported("first operand is not a tensor")
-        return [x]
-
-    def weight_nodes(self, node: Node, ctx: GraphContext) -> list[Node]:
-        """call_function nodes computing constant operands, to delegate with the op."""
-        return []
-
-    def result_node(self, node: Node) -> Node:
-        """The node whose value is the operator's (single) tensor result."""
-        return node
-
-    def lower(self, unit: Unit, b: PayloadBuilder) -> None:
-        raise NotImplementedError
-
-
-_L = TypeVar("_L", bound=type[OpLowering])
-
-
-@dataclass
-class Registry:
-    """Target name → lowering instance.  Built once per partitioner/backend call."""
-
-    by_target: dict[str, OpLowering]
-
-    def get(self, target: str) -> OpLowering | None:
-        return self.by_target.get(target)
-
-    def preserved(self) -> list[str]:
-        out: dict[str, None] = {}
-        for low in self.by_target.values():
-            for t in low.preserve:
-                out.setdefault(t, None)
-        return list(out)
-
-    def __iter__(self) -> Iterator[OpLowering]:
-        seen: dict[int, OpLowering] = {}
-        for low in self.by_target.values():
-            seen.setdefault(id(low), low)
-        return iter(seen.values())
-
-
-# Classes registered by the family modules at import time.  This list only grows while
-# the package is imported (like a decorator table); nothing mutates it afterwards.
-_CLASSES: list[type[OpLowering]] = []
-
-_FAMILY_MODULES: Sequence[str] = (
-    "conv",
-    "linear",
-    "elementwise",
-    "pool",
-    "softmax",
-    "activation",
-    "movement",
-)
-
-
-def register(cls: _L) -> _L:
-    """Class decorator: make ``cls`` part of the registry."""
-    _CLASSES.append(cls)
-    return cls
+__all__ = ["OpLowering", "Registry", "Unit", "Unsupported", "build_registry", "register"]
 
 
 def build_registry() -> Registry:
-    for mod in _FAMILY_MODULES:
-        importlib.import_module(f"{__name__}.{mod}")
+    """One instance of every registered lowering, by target (two claiming one target is a bug)."""
     table: dict[str, OpLowering] = {}
     for cls in _CLASSES:
         inst = cls()
@@ -171,12 +45,3 @@ def build_registry() -> Registry:
                 raise RuntimeError(f"two lowerings claim {t}: {type(table[t]).__name__} and {cls.__name__}")
             table[t] = inst
     return Registry(table)
-
-
-def reason_of(fn: Callable[[], object]) -> str | None:
-    """Run ``fn``; return the Unsupported reason it raised, or None."""
-    try:
-        fn()
-    except Unsupported as e:
-        return e.reason
-    return None

@@ -9,18 +9,19 @@ function; relu/relu6/hardtanh/clamp use it when they cannot fold into the op bef
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch.fx import Node
 
-from ..lowering_graph import static_shape
+from ..graph.names import FUSABLE_ACTIVATIONS, node_op, static_shape
+from ..graph.qdq import qdq_params
+from ..layout import nhwc
 from ..payload import Opcode
-from . import OpLowering, Unit, Unsupported, register
+from ..payload_builder import PayloadBuilder
+from ..unsupported import Unsupported
+from .base import OpLowering, Unit, register
 from .common import lut_table
-
-if TYPE_CHECKING:
-    from ..payload_builder import PayloadBuilder
 
 
 def aten_overload(name: str) -> Any:
@@ -32,12 +33,7 @@ def aten_overload(name: str) -> Any:
 @register
 class Lut(OpLowering):
     targets = (
-        "aten.relu.default",
-        "aten.relu6.default",
-        "aten.hardtanh.default",
-        "aten.clamp.default",
-        "aten.clamp_min.default",
-        "aten.clamp_max.default",
+        *FUSABLE_ACTIVATIONS,  # on their own, when no operator before them takes them in
         "aten.hardswish.default",
         "aten.hardsigmoid.default",
         "aten.sigmoid.default",
@@ -50,8 +46,6 @@ class Lut(OpLowering):
     preserve = ("aten.hardswish.default", "aten.hardsigmoid.default", "aten.silu.default")
 
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
-        from ..lowering_graph import node_op
-
         node = unit.anchor
         if any(isinstance(a, Node) for a in (*node.args[1:], *node.kwargs.values())):
             raise Unsupported("activation with tensor-valued parameters")
@@ -62,9 +56,6 @@ class Lut(OpLowering):
 
 def emit_lut(unit: Unit, b: PayloadBuilder, fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
     """Lower a unary elementwise unit as a LUT, in whatever layout its input already has."""
-    from ..lowering_graph import qdq_params
-    from ..payload_builder import nhwc
-
     x = b.operand(unit.inputs[0])
     assert x.qp is not None
     table = lut_table(fn, x.qp, qdq_params(unit.output))

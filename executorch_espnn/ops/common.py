@@ -3,32 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 import torch
+from torch.fx import Node
 
+from ..graph.names import clamp_bounds, static_shape
+from ..graph.qdq import QParams, qdq_params
+from ..layout import Perm
 from ..payload import DType, Opcode
 from ..payload.format import MAX_ABS_BIAS
+from ..payload_builder import PayloadBuilder
 from ..quant_math import multiplier_in_range, quantize_multiplier
-from . import Unit, Unsupported
-
-if TYPE_CHECKING:
-    from torch.fx import Node
-
-    from ..lowering_graph import QParams
-    from ..payload_builder import PayloadBuilder, Perm
+from ..unsupported import Unsupported
+from .base import Unit
 
 
 def act_range(unit: Unit, qout: QParams) -> tuple[int, int]:
     """int8 output range of the unit: int8's, narrowed by fused relu/relu6/hardtanh/clamp.
-
     Quantization is monotone, so quantize(clamp(y, lo, hi)) equals
     clamp(quantize(y), quantize(lo), quantize(hi)) exactly.
     """
-    from ..lowering_graph import clamp_bounds
-
     lo_q, hi_q = -128, 127
     for node in unit.fused:
         lo, hi = clamp_bounds(node)
@@ -47,7 +43,6 @@ SINGLE_ROUNDING_MIN = 2.0**-11
 
 def requant(real: float, what: str) -> tuple[int, int]:
     """(mult, shift) for one real multiplier below 1, refusing what the format cannot hold.
-
     TFLite normalises ``mult`` into [2^30, 2^31) and puts the scale in ``shift``; ESP-NN then
     rounds twice (in the doubling high multiply, then in the right shift), which disagrees
     with a single rounding of the exact product in about 2^-(1 - shift) of the outputs:
@@ -134,8 +129,6 @@ def emit_moved(
     """Emit a data-movement op into the unit's output (or into ``output``, one of
     ``unit.outputs``); requantise with a LUT when the quantizer gave the output other
     parameters than the input."""
-    from ..lowering_graph import qdq_params, static_shape
-
     q = unit.output if output is None else output
     qout = qdq_params(q)
     shp = tuple(shape) if shape is not None else static_shape(q)

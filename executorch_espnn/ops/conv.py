@@ -10,21 +10,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 import numpy as np
+from torch.fx import Node
 
+from ..graph.constants import GraphContext, QuantWeight
+from ..graph.names import node_arg, static_shape
+from ..graph.qdq import qdq_params
+from ..layout import nhwc
 from ..payload import Opcode
 from ..payload.format import MAX_REDUCTION
+from ..payload_builder import PayloadBuilder, Value
 from ..scratch import ConvGeometry, conv_scratch, depthwise_scratch
-from . import OpLowering, Unit, Unsupported, register
+from ..unsupported import Unsupported
+from .base import OpLowering, Unit, register
 from .common import act_range, channel_requant, pair, quantize_bias, single
-
-if TYPE_CHECKING:
-    from torch.fx import Node
-
-    from ..lowering_graph import GraphContext, QuantWeight
-    from ..payload_builder import PayloadBuilder, Value
 
 
 @register
@@ -33,14 +33,9 @@ class Convolution(OpLowering):
     fuses_activation = True
 
     def weight_nodes(self, node: Node, ctx: GraphContext) -> list[Node]:
-        from torch.fx import Node as FxNode
-
-        return [a for a in node.args[1:3] if isinstance(a, FxNode) and a.op == "call_function"]
+        return [a for a in node.args[1:3] if isinstance(a, Node) and a.op == "call_function"]
 
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
-        from ..lowering_graph import node_arg, static_shape
-        from ..payload_builder import nhwc
-
         node = unit.anchor
         x = b.operand(unit.inputs[0])
         assert x.qp is not None
@@ -96,8 +91,6 @@ class _Conv:
     def emit(self, unit: Unit, b: PayloadBuilder, tensors: Callable[[], tuple[int, int]]) -> None:
         """Check everything value-dependent, then emit CONV2D / DEPTHWISE_CONV2D on the
         (NHWC input, NHWC output) tensors ``tensors`` makes (only once nothing can fail)."""
-        from ..lowering_graph import qdq_params
-
         x, w, groups = self.x, self.w, self.groups
         assert x.qp is not None
         (sh, sw), (ph, pw), (dh, dw) = self.stride, self.padding, self.dilation

@@ -2,32 +2,30 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
+from torch.fx import Node
 
+from ..graph.constants import GraphContext
+from ..graph.names import clamp_bounds, node_arg, node_op, static_shape
+from ..graph.qdq import qdq_params
+from ..layout import Perm, nhwc
 from ..payload import Opcode
+from ..payload_builder import PayloadBuilder, Value
 from ..quant_math import add_params
-from . import OpLowering, Unit, Unsupported, register
+from ..unsupported import Unsupported
+from .activation import aten_overload, emit_lut
+from .base import OpLowering, Unit, register
 from .common import act_range, requant
-
-if TYPE_CHECKING:
-    from torch.fx import Node
-
-    from ..lowering_graph import GraphContext
-    from ..payload_builder import PayloadBuilder, Perm, Value
 
 ADD_LEFT_SHIFT = 20  # TFLite's choice for int8: headroom for the rescaled operands
 
 
 def _scalar(node: Node, ctx: GraphContext) -> torch.Tensor | float | None:
     """The second operand when it is a number (a literal, or a lifted one-element constant)."""
-    from torch.fx import Node as FxNode
-
     b = node.args[1]
     if isinstance(b, (int, float)) and not isinstance(b, bool):
         return b
-    if isinstance(b, FxNode) and ctx.is_constant(b):
+    if isinstance(b, Node) and ctx.is_constant(b):
         t = ctx.constant(b)
         if t is not None and t.numel() == 1 and t.dtype.is_floating_point:
             return t
@@ -36,23 +34,18 @@ def _scalar(node: Node, ctx: GraphContext) -> torch.Tensor | float | None:
 
 def _operands(node: Node, ctx: GraphContext) -> list[Node]:
     """Both tensor operands, or the one tensor operand when the other is a number."""
-    from torch.fx import Node as FxNode
-
     a, b = node.args[0], node.args[1]
-    if not isinstance(a, FxNode):
+    if not isinstance(a, Node):
         raise Unsupported("the first operand is not a tensor")
     if _scalar(node, ctx) is not None:
         return [a]
-    if isinstance(b, FxNode):
+    if isinstance(b, Node):
         return [a, b]
     raise Unsupported("operands are neither two tensors nor a tensor and a number")
 
 
 def _scalar_lut(unit: Unit, b: PayloadBuilder) -> bool:
     """x + c and x * c are unary functions: one exact LUT (with any fused clamp applied)."""
-    from ..lowering_graph import clamp_bounds, node_op
-    from .activation import aten_overload, emit_lut
-
     node = unit.anchor
     if len(unit.inputs) != 1:
         return False
@@ -76,9 +69,6 @@ def _scalar_lut(unit: Unit, b: PayloadBuilder) -> bool:
 
 
 def _broadcast_operands(unit: Unit, b: PayloadBuilder) -> tuple[Value, Value, Perm, tuple[int, ...]]:
-    from ..lowering_graph import static_shape
-    from ..payload_builder import nhwc
-
     out_shape = static_shape(unit.output)
     r = len(out_shape)
     vals = []
@@ -99,8 +89,6 @@ def _broadcast_operands(unit: Unit, b: PayloadBuilder) -> tuple[Value, Value, Pe
 
 def _alpha(node: Node) -> float:
     """add's ``alpha`` (a + alpha * b); a positive number folds into b's rescale."""
-    from ..lowering_graph import node_arg
-
     alpha = node_arg(node, 2, "alpha", 1)
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not alpha > 0:
         raise Unsupported(f"add with alpha {alpha!r}; only a positive number is delegated")
@@ -117,8 +105,6 @@ class Add(OpLowering):
         return _operands(node, ctx)
 
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
-        from ..lowering_graph import qdq_params
-
         if _scalar_lut(unit, b):
             return
         va, vb, perm, shape = _broadcast_operands(unit, b)
@@ -149,8 +135,6 @@ class Mul(OpLowering):
         return _operands(node, ctx)
 
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
-        from ..lowering_graph import qdq_params
-
         if _scalar_lut(unit, b):
             return
         va, vb, perm, shape = _broadcast_operands(unit, b)

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from torch.fx import Node
 
+from ..graph.constants import GraphContext
+from ..graph.names import node_arg, static_shape
+from ..graph.qdq import qdq_params
+from ..layout import identity
 from ..payload import Opcode
 from ..payload.format import MAX_REDUCTION
-from . import OpLowering, Unit, Unsupported, register
+from ..payload_builder import PayloadBuilder
+from ..unsupported import Unsupported
+from .base import OpLowering, Unit, register
 from .common import act_range, channel_requant, quantize_bias
-
-if TYPE_CHECKING:
-    from torch.fx import Node
-
-    from ..lowering_graph import GraphContext
-    from ..payload_builder import PayloadBuilder
 
 
 @register
@@ -24,14 +24,9 @@ class Linear(OpLowering):
     fuses_activation = True
 
     def weight_nodes(self, node: Node, ctx: GraphContext) -> list[Node]:
-        from torch.fx import Node as FxNode
-
-        return [a for a in node.args[1:3] if isinstance(a, FxNode) and a.op == "call_function"]
+        return [a for a in node.args[1:3] if isinstance(a, Node) and a.op == "call_function"]
 
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
-        from ..lowering_graph import node_arg, qdq_params, static_shape
-        from ..payload_builder import identity
-
         node = unit.anchor
         x = b.operand(unit.inputs[0])
         assert x.qp is not None

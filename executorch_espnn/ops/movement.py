@@ -9,21 +9,21 @@ a reshape that mixes channels with H/W asks for the logical (NCHW) order.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import torch
+from torch.fx import Node
 
+from ..graph.constants import GraphContext
+from ..graph.names import node_arg, node_op, static_shape
+from ..graph.qdq import qdq_params
+from ..layout import identity, inverse, nhwc
 from ..payload import DType, Opcode
 from ..payload.format import MAX_OP_INPUTS
-from . import OpLowering, Unit, Unsupported, register
+from ..payload_builder import PayloadBuilder, Value
+from ..unsupported import Unsupported
+from .activation import aten_overload
+from .base import OpLowering, Unit, register
 from .common import emit_moved, normalize_dim, requant_table
-
-if TYPE_CHECKING:
-    from torch.fx import Node
-
-    from ..lowering_graph import GraphContext
-    from ..payload_builder import PayloadBuilder, Value
 
 
 @register
@@ -49,9 +49,6 @@ class Reshape(OpLowering):
     )
 
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
-        from ..lowering_graph import node_arg, node_op, qdq_params, static_shape
-        from ..payload_builder import identity, nhwc
-
         node = unit.anchor
         name = node_op(node)
         if name == "aten.clone.default":
@@ -91,9 +88,6 @@ class Permute(OpLowering):
     targets = ("aten.permute_copy.default", "aten.permute.default")
 
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
-        from ..lowering_graph import node_arg, qdq_params, static_shape
-        from ..payload_builder import inverse, nhwc
-
         x = b.operand(unit.inputs[0])
         assert x.qp is not None
         dims = [normalize_dim(d, x.rank) for d in node_arg(unit.anchor, 1, "dims")]
@@ -126,9 +120,6 @@ class Slice(OpLowering):
                "aten.narrow_copy.default", "aten.narrow.default")
 
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
-        from ..lowering_graph import node_arg, node_op, static_shape
-        from ..payload_builder import identity, nhwc
-
         node = unit.anchor
         name = node_op(node)
         x = b.operand(unit.inputs[0])
@@ -186,11 +177,6 @@ class Split(OpLowering):
     returns_pieces = True
 
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
-        from torch.fx import Node as FxNode
-
-        from ..lowering_graph import node_arg, static_shape
-        from ..payload_builder import nhwc
-
         node = unit.anchor
         x = b.operand(unit.inputs[0])
         assert x.qp is not None
@@ -208,7 +194,7 @@ class Split(OpLowering):
         x_t = b.realize(x, perm)
         for q in unit.outputs:
             getitem = q.args[0]
-            idx = getitem.args[1] if isinstance(getitem, FxNode) else None
+            idx = getitem.args[1] if isinstance(getitem, Node) else None
             if not isinstance(idx, int) or not 0 <= idx < len(sizes):
                 raise Unsupported(f"{q.name} does not quantize one piece of {node.name}")
             kept = tuple(sizes[idx] if i == dim else d for i, d in enumerate(x.shape))
@@ -224,10 +210,8 @@ class Split(OpLowering):
 
 def _tensor_list(node: Node, what: str) -> list[Node]:
     """The tensors of cat/stack: a list of 1 .. MAX_OP_INPUTS graph nodes (CONCAT's limit)."""
-    from torch.fx import Node as FxNode
-
     tensors = node.args[0]
-    if not isinstance(tensors, (list, tuple)) or not all(isinstance(t, FxNode) for t in tensors):
+    if not isinstance(tensors, (list, tuple)) or not all(isinstance(t, Node) for t in tensors):
         raise Unsupported(f"{what} of something other than a list of tensors")
     if not 1 <= len(tensors) <= MAX_OP_INPUTS:
         raise Unsupported(f"{what} of {len(tensors)} tensors; the engine concatenates at most {MAX_OP_INPUTS}")
@@ -237,9 +221,6 @@ def _tensor_list(node: Node, what: str) -> list[Node]:
 def _concat(unit: Unit, b: PayloadBuilder, vals: list[Value], dim: int) -> None:
     """CONCAT of ``vals`` along logical ``dim`` into the unit's output, each input first
     requantised by a LUT when its quantization is not the output's."""
-    from ..lowering_graph import qdq_params
-    from ..payload_builder import inverse, nhwc
-
     qout = qdq_params(unit.output)
     perm = b.any_layout(vals[0], nhwc(vals[0].rank))
     srcs = []
@@ -263,8 +244,6 @@ class Cat(OpLowering):
         return _tensor_list(node, "cat")
 
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
-        from ..lowering_graph import node_arg, static_shape
-
         vals = [b.operand(dq) for dq in unit.inputs]
         rank = len(static_shape(unit.output))
         if any(v.rank != rank for v in vals):
@@ -284,8 +263,6 @@ class Stack(OpLowering):
         return _tensor_list(node, "stack")
 
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
-        from ..lowering_graph import node_arg, static_shape
-
         vals = [b.operand(dq) for dq in unit.inputs]
         out_shape = static_shape(unit.output)
         rank = len(out_shape)
@@ -303,9 +280,6 @@ class ConstantPad(OpLowering):
     targets = ("aten.constant_pad_nd.default",)
 
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
-        from ..lowering_graph import node_arg, qdq_params, static_shape
-        from ..payload_builder import nhwc
-
         x = b.operand(unit.inputs[0])
         assert x.qp is not None
         pads = [int(p) for p in node_arg(unit.anchor, 1, "pad")]
@@ -341,10 +315,6 @@ class UpsampleNearest(OpLowering):
     targets = ("aten.upsample_nearest2d.vec", "aten.upsample_nearest2d.default")
 
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
-        from ..lowering_graph import node_op, static_shape
-        from ..payload_builder import nhwc
-        from .activation import aten_overload
-
         node = unit.anchor
         x = b.operand(unit.inputs[0])
         assert x.qp is not None

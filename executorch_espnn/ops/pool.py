@@ -3,10 +3,12 @@ over the last dims) and adaptive average pooling to sizes that divide the input.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
+from torch.fx import Node
 
+from ..graph.names import node_arg, node_op, static_shape
+from ..graph.qdq import qdq_params
+from ..layout import identity, nhwc, same_bytes
 from ..payload import DType, Opcode
 from ..payload.format import (
     AVG_DIVISOR_INCLUDE_PAD,
@@ -14,13 +16,10 @@ from ..payload.format import (
     MAX_MEAN_COUNT,
     MAX_POOL_WINDOW,
 )
-from . import OpLowering, Unit, Unsupported, register
+from ..payload_builder import PayloadBuilder, Value
+from ..unsupported import Unsupported
+from .base import OpLowering, Unit, register
 from .common import emit_moved, normalize_dim, pair, requant, requant_table, single
-
-if TYPE_CHECKING:
-    from torch.fx import Node
-
-    from ..payload_builder import PayloadBuilder, Value
 
 GETITEM = "getitem"
 
@@ -54,8 +53,6 @@ class MaxPool2d(OpLowering):
     targets = ("aten.max_pool2d_with_indices.default", "aten.max_pool2d.default")
 
     def result_node(self, node: Node) -> Node:
-        from ..lowering_graph import node_op
-
         if node_op(node) == "aten.max_pool2d.default":
             return node
         users = list(node.users)
@@ -65,9 +62,6 @@ class MaxPool2d(OpLowering):
         return values[0]
 
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
-        from ..lowering_graph import node_arg, static_shape
-        from ..payload_builder import nhwc
-
         node = unit.anchor
         x = b.operand(unit.inputs[0])
         assert x.qp is not None
@@ -91,9 +85,6 @@ class AvgPool2d(OpLowering):
     targets = ("aten.avg_pool2d.default",)
 
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
-        from ..lowering_graph import node_arg, qdq_params, static_shape
-        from ..payload_builder import nhwc
-
         node = unit.anchor
         x = b.operand(unit.inputs[0])
         if x.rank != 4:
@@ -125,9 +116,6 @@ class Pool1d(OpLowering):
     preserve = targets
 
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
-        from ..lowering_graph import node_arg, node_op, qdq_params, static_shape
-        from ..payload_builder import nhwc
-
         node = unit.anchor
         is_max = node_op(node) == "aten.max_pool1d.default"
         x = b.operand(unit.inputs[0])
@@ -168,8 +156,6 @@ class Pool1d(OpLowering):
 
 def _global_pool(unit: Unit, b: PayloadBuilder) -> None:
     """Average over H and W of an NCHW tensor, into [N, C, 1, 1] (or [N, C])."""
-    from ..lowering_graph import static_shape
-
     x = b.operand(unit.inputs[0])
     n, c = x.shape[0], x.shape[1]
     out_shape = static_shape(unit.output)
@@ -181,9 +167,6 @@ def _global_pool(unit: Unit, b: PayloadBuilder) -> None:
 def _average_hw(unit: Unit, b: PayloadBuilder, x: Value, keep: tuple[int, int, int, int]) -> None:
     """Average the 4-D value ``x`` (NCHW logical, read in NHWC) over H and W into ``keep`` =
     [N, C, 1, 1], then view that as the unit's output (a RESHAPE, in place)."""
-    from ..lowering_graph import qdq_params, static_shape
-    from ..payload_builder import identity, nhwc
-
     assert x.qp is not None
     _, _, h, w = x.shape
     qout = qdq_params(unit.output)
@@ -219,9 +202,6 @@ def _mean_last_dims(unit: Unit, b: PayloadBuilder, dims: list[int]) -> None:
     (leading) dims and R of the reduced ones, the tensor is the NCHW [B, 1, R, 1] whose
     NHWC bytes are its own row-major bytes, and the mean is that view's H, W average (a
     transposed [N, C, L] averages its [N, C, 1, L] view instead)."""
-    from ..lowering_graph import static_shape
-    from ..payload_builder import same_bytes
-
     x = b.operand(unit.inputs[0])
     first = dims[0]
     batch = int(np.prod(x.shape[:first], dtype=np.int64))
@@ -247,8 +227,6 @@ class MeanHW(OpLowering):
     targets = ("aten.mean.dim", "aten.mean.default")
 
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
-        from ..lowering_graph import node_arg, node_op
-
         node = unit.anchor
         x = b.operand(unit.inputs[0])
         if node_op(node) == "aten.mean.default":  # x.mean(): every dim, (self, dtype) signature
@@ -279,8 +257,6 @@ class AdaptiveAvgPool2d(OpLowering):
     targets = ("aten._adaptive_avg_pool2d.default", "aten.adaptive_avg_pool2d.default")
 
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
-        from ..lowering_graph import node_arg
-
         size = pair(node_arg(unit.anchor, 1, "output_size"), "output_size")
         x = b.operand(unit.inputs[0])
         if x.rank != 4:
@@ -294,9 +270,6 @@ class AdaptiveAvgPool2d(OpLowering):
 def _uniform_adaptive_pool(unit: Unit, b: PayloadBuilder, size: tuple[int, int]) -> None:
     """Adaptive pooling whose output size divides the input's is an average pool with
     uniform windows (kernel = stride = input / output, no padding)."""
-    from ..lowering_graph import qdq_params, static_shape
-    from ..payload_builder import nhwc
-
     x = b.operand(unit.inputs[0])
     h, w = x.shape[2], x.shape[3]
     if size[0] < 1 or size[1] < 1 or h % size[0] or w % size[1]:

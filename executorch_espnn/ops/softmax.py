@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
+from ..graph.names import node_arg, node_op
+from ..graph.qdq import qdq_params
+from ..layout import identity, nhwc
 from ..payload import Opcode
 from ..payload.format import (
     SOFTMAX_MAX_ROW,
@@ -13,13 +14,12 @@ from ..payload.format import (
     SOFTMAX_OUT_ZERO_POINT,
     SOFTMAX_SHIFT_MAX,
 )
+from ..payload_builder import PayloadBuilder
 from ..quant_math import softmax_params
 from ..scratch import softmax_scratch
-from . import OpLowering, Unit, Unsupported, register
+from ..unsupported import Unsupported
+from .base import OpLowering, Unit, register
 from .common import normalize_dim
-
-if TYPE_CHECKING:
-    from ..payload_builder import PayloadBuilder
 
 
 @register
@@ -27,9 +27,6 @@ class Softmax(OpLowering):
     targets = ("aten._softmax.default", "aten.softmax.int")
 
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
-        from ..lowering_graph import node_arg, node_op, qdq_params
-        from ..payload_builder import identity, nhwc
-
         node = unit.anchor
         x = b.operand(unit.inputs[0])
         assert x.qp is not None

@@ -1,8 +1,9 @@
 """The delegate payload format, version 2.0: every constant, record layout and bound.
 
-This module is the Python single source of the format that ``docs/payload-format.md``
-describes in prose and ``espnn_component/engine/include/espnn_format.h`` mirrors for the
-C parser (a test checks the two agree).  The writer enforces every bound listed here, so
+This module is the single source of the format that ``docs/payload-format.md`` describes in
+prose; the C engine's ``engine/include/espnn_format.h`` (constants, opcodes, parameter
+counts) and ``engine/src/registry.c`` (each opcode's input and parameter layout and names,
+dtype sizes) are generated from it by ``python -m executorch_espnn.payload.ctables``.  The writer enforces every bound listed here, so
 it never emits a payload the device would reject; the reader checks them again.
 """
 
@@ -124,7 +125,9 @@ class OpSpec:
     params: tuple[str, ...]  # each one little-endian int32 word, in this order
     since_minor: int = 0
     variadic_inputs: bool = False  # CONCAT: 1..MAX_OP_INPUTS inputs, all slot 'inputs'
-    in_place: bool = False  # output may share the arena bytes of input 0
+    # input slots whose arena bytes the output may take exactly (same offset, size and dims)
+    in_place_slots: tuple[int, ...] = ()
+    in_place_any_dims: bool = False  # RESHAPE: ... with other dims of the same byte size
 
     @property
     def params_size(self) -> int:
@@ -167,20 +170,20 @@ OP_SPECS: dict[Opcode, OpSpec] = {
                 "a_offset", "b_offset", "a_mult", "a_shift", "b_mult", "b_shift",
                 "left_shift", "out_mult", "out_shift", "out_offset", "act_min", "act_max",
             ),
-            in_place=True,
+            in_place_slots=(0, 1),
         ),
         OpSpec(
             Opcode.MUL,
             ("a", "b"),
             ("a_offset", "b_offset", "out_mult", "out_shift", "out_offset", "act_min", "act_max"),
-            in_place=True,
+            in_place_slots=(0, 1),
         ),
         OpSpec(Opcode.MAX_POOL2D, ("input",), _POOL_PARAMS),
         OpSpec(Opcode.AVG_POOL2D, ("input",), (*_POOL_PARAMS, "divisor_mode")),
         OpSpec(Opcode.MEAN_HW, ("input",), ("in_offset", "out_offset", "mult", "shift")),
         OpSpec(Opcode.SOFTMAX, ("input",), ("mult", "shift", "diff_min")),
-        OpSpec(Opcode.LUT, ("input", "table"), (), in_place=True),
-        OpSpec(Opcode.RESHAPE, ("input",), (), in_place=True),
+        OpSpec(Opcode.LUT, ("input", "table"), (), in_place_slots=(0,)),
+        OpSpec(Opcode.RESHAPE, ("input",), (), in_place_slots=(0,), in_place_any_dims=True),
         OpSpec(Opcode.TRANSPOSE, ("input",), ("perm0", "perm1", "perm2", "perm3")),
         OpSpec(
             Opcode.SLICE,

@@ -61,6 +61,13 @@ were not fused.  sigmoid/tanh outputs are observed, not fixed (a table can map t
 Regions configured ``None`` (``set_global/set_module_type/set_module_name``) keep float ops
 with float ``get_attr`` weights; a quantized neighbour still quantizes its own input edge.
 Other ops (sub, div, batch_norm not after conv/linear, matmul, ...) are left unannotated.
+
+Quantization-aware training: ``prepare_qat(model, example_inputs)`` (training-mode export +
+``prepare_qat_pt2e`` with ``EspNNQuantizer(is_qat=True)``: the same scheme with fake
+quantizes; a training-mode batch norm after a conv is quantized after the batch norm and
+folded by ``convert_pt2e``), the user's training loop, ``convert_qat(prepared)``, then
+``lower()`` of the converted model (already quantized: calibration is skipped).  See
+docs/quantization.md.
 """
 
 from __future__ import annotations
@@ -68,7 +75,7 @@ from __future__ import annotations
 from .annotators.patterns import CLAMP_TARGETS, clamp_bounds
 from .config import EspNNQuantizationConfig
 from .espnn_quantizer import EspNNQuantizer
-from .workflow import QuantizeResult, quantize
+from .workflow import QuantizeResult, convert_qat, prepare_qat, quantize
 
 __all__ = [
     "CLAMP_TARGETS",
@@ -76,5 +83,7 @@ __all__ = [
     "EspNNQuantizer",
     "QuantizeResult",
     "clamp_bounds",
+    "convert_qat",
+    "prepare_qat",
     "quantize",
 ]

@@ -21,6 +21,14 @@ Observer choice (a measured decision):
     baseline ESP-NN users compare against), so it is the default.
   * Weights always use ``PerChannelMinMaxObserver``: weights are known exactly, so
     the full range of every channel is representable with no clipping.
+
+Quantization-aware training (``default(is_qat=True)``, ``EspNNQuantizer(is_qat=True)``,
+torchao's ``prepare_qat_pt2e``): the same numeric scheme, observed by fake-quantize modules
+that round in the forward pass and pass gradients straight through.  Activations:
+``FusedMovingAvgObsFakeQuantize`` over a moving-average min/max (the range settles while the
+weights train; torch's default QAT activation observer).  Weights: the same fused fake
+quantize over a per-channel min/max with averaging constant 1, i.e. the current weights'
+own full range at every step, as the PTQ weight observer gives.
 """
 
 from __future__ import annotations
@@ -32,8 +40,12 @@ from typing import Any, Literal
 import torch
 from torch.fx import Node
 from torchao.quantization.pt2e import (
+    FakeQuantizeBase,
+    FusedMovingAvgObsFakeQuantize,
     HistogramObserver,
     MinMaxObserver,
+    MovingAverageMinMaxObserver,
+    MovingAveragePerChannelMinMaxObserver,
     PerChannelMinMaxObserver,
 )
 from torchao.quantization.pt2e.quantizer import (
@@ -62,14 +74,30 @@ _ACT_OBSERVERS: dict[str, Callable[..., Any]] = {
 }
 
 
-def activation_qspec(observer: ObserverKind = "minmax") -> QuantizationSpec:
+# One constructor object each, so that two default(is_qat=True) configs compare equal.
+_QAT_ACTIVATION = FusedMovingAvgObsFakeQuantize.with_args(observer=MovingAverageMinMaxObserver)
+_QAT_WEIGHT = FusedMovingAvgObsFakeQuantize.with_args(
+    observer=MovingAveragePerChannelMinMaxObserver, averaging_constant=1.0
+)
+
+
+def activation_qspec(observer: ObserverKind = "minmax", is_qat: bool = False) -> QuantizationSpec:
     """int8 per-tensor affine activations over the full [-128, 127] range."""
-    try:
-        ctr = _ACT_OBSERVERS[observer]
-    except KeyError:
-        raise QuantizerConfigError(
-            f"unknown activation observer {observer!r}; choose one of {sorted(_ACT_OBSERVERS)}"
-        ) from None
+    ctr: Callable[..., Any]
+    if is_qat:
+        if observer != "minmax":
+            raise QuantizerConfigError(
+                f"observer={observer!r} is a calibration (PTQ) choice; quantization-aware training "
+                "observes moving-average min/max ranges: leave observer at its default with is_qat=True"
+            )
+        ctr = _QAT_ACTIVATION
+    else:
+        try:
+            ctr = _ACT_OBSERVERS[observer]
+        except KeyError:
+            raise QuantizerConfigError(
+                f"unknown activation observer {observer!r}; choose one of {sorted(_ACT_OBSERVERS)}"
+            ) from None
     return QuantizationSpec(
         dtype=torch.int8,
         quant_min=ACT_QMIN,
@@ -79,15 +107,16 @@ def activation_qspec(observer: ObserverKind = "minmax") -> QuantizationSpec:
     )
 
 
-def weight_qspec() -> QuantizationSpec:
+def weight_qspec(is_qat: bool = False) -> QuantizationSpec:
     """int8 symmetric weights, one scale per output channel (axis 0 for OIHW and [out, in])."""
+    ctr: Callable[..., Any] = _QAT_WEIGHT if is_qat else PerChannelMinMaxObserver
     return QuantizationSpec(
         dtype=torch.int8,
         quant_min=WEIGHT_QMIN,
         quant_max=WEIGHT_QMAX,
         qscheme=torch.per_channel_symmetric,
         ch_axis=0,
-        observer_or_fake_quant_ctr=PerChannelMinMaxObserver,
+        observer_or_fake_quant_ctr=ctr,
     )
 
 
@@ -125,10 +154,29 @@ def bias_qspec(node: Node, act: Node, weight: Node) -> DerivedQuantizationSpec:
     )
 
 
+def _constructor_class(ctr: Any) -> Any:
+    """The class behind an observer/fake-quantize constructor (a class or a ``with_args``
+    partial)."""
+    return getattr(getattr(ctr, "p", None), "func", ctr)
+
+
 def _observer_name(ctr: Any) -> str:
-    """Class name behind an observer constructor (a class or a ``with_args`` partial)."""
-    func = getattr(getattr(ctr, "p", None), "func", ctr)
-    return str(getattr(func, "__name__", type(func).__name__))
+    """Class name of the observer behind a constructor; for a fake quantize, of the observer
+    it wraps (its ``observer=`` argument)."""
+    cls = _constructor_class(ctr)
+    if isinstance(cls, type) and issubclass(cls, FakeQuantizeBase):
+        keywords = getattr(getattr(ctr, "p", None), "keywords", {}) or {}
+        inner = keywords.get("observer")
+        if inner is None:  # FakeQuantize's own default observer
+            return "MovingAverageMinMaxObserver"
+        return _observer_name(inner)
+    return str(getattr(cls, "__name__", type(cls).__name__))
+
+
+def is_fake_quantize(ctr: Any) -> bool:
+    """Whether a spec's constructor builds a fake quantize (QAT) rather than an observer (PTQ)."""
+    cls = _constructor_class(ctr)
+    return isinstance(cls, type) and issubclass(cls, FakeQuantizeBase)
 
 
 def _check(cond: bool, what: str) -> None:
@@ -163,7 +211,20 @@ class EspNNQuantizationConfig:
         _check(w.ch_axis == 0, f"weight channel axis {w.ch_axis}")
         obs_name = _observer_name(w.observer_or_fake_quant_ctr)
         _check("PerChannel" in obs_name, f"weight observer {obs_name} is not per-channel")
+        if is_fake_quantize(a.observer_or_fake_quant_ctr) != is_fake_quantize(w.observer_or_fake_quant_ctr):
+            raise QuantizerConfigError(
+                "the activation and weight specs mix a fake quantize (QAT) with an observer (PTQ); "
+                "build the config with EspNNQuantizationConfig.default(is_qat=True) for "
+                "quantization-aware training, or default() for calibration"
+            )
+
+    @property
+    def is_qat(self) -> bool:
+        """True for fake-quantize specs (prepare_qat_pt2e), False for observers (prepare_pt2e)."""
+        return is_fake_quantize(self.activation.observer_or_fake_quant_ctr)
 
     @classmethod
-    def default(cls, observer: ObserverKind = "minmax") -> EspNNQuantizationConfig:
-        return cls(activation=activation_qspec(observer), weight=weight_qspec())
+    def default(cls, observer: ObserverKind = "minmax", is_qat: bool = False) -> EspNNQuantizationConfig:
+        """The ESP-NN scheme observed by min/max (or ``"histogram"``) observers, or with
+        ``is_qat=True`` by fake quantizes for quantization-aware training."""
+        return cls(activation=activation_qspec(observer, is_qat), weight=weight_qspec(is_qat))

@@ -8,6 +8,7 @@ from torch import nn
 from torch.fx import GraphModule, Node
 from torchao.quantization.pt2e.quantizer import Quantizer
 
+from ..errors import QuantizerConfigError
 from .annotators import BY_TARGET
 from .config import EspNNQuantizationConfig
 from .context import AnnotationContext, is_annotated, is_float_result
@@ -25,18 +26,25 @@ class EspNNQuantizer(Quantizer):  # type: ignore[misc]  # torchao is untyped
     ``set_module_name(name, cfg)`` > ``set_module_type(type, cfg)`` > ``set_global(cfg)``;
     ``cfg=None`` leaves that region float.  Every annotation, fused activations and
     shared-qparams ops included, consults the config of each node it touches.
+
+    ``EspNNQuantizer(is_qat=True)`` is the same annotation with fake-quantize specs
+    (``EspNNQuantizationConfig.default(is_qat=True)``), for torchao's ``prepare_qat_pt2e``
+    (see ``executorch_espnn.quantizer.prepare_qat``); a conv followed by a training-mode
+    batch norm is then quantized after the batch norm, which ``prepare_qat_pt2e`` simulates
+    folding and ``convert_pt2e`` folds.  Every config given to it must be a QAT config.
     """
 
-    def __init__(self, config: EspNNQuantizationConfig | None = None) -> None:
+    def __init__(self, config: EspNNQuantizationConfig | None = None, *, is_qat: bool = False) -> None:
         super().__init__()
-        self._global: EspNNQuantizationConfig | None = (
-            config if config is not None else EspNNQuantizationConfig.default()
+        self.is_qat = bool(is_qat)
+        self._global: EspNNQuantizationConfig | None = self._checked(
+            config if config is not None else EspNNQuantizationConfig.default(is_qat=self.is_qat)
         )
         self._by_type: dict[type[nn.Module], EspNNQuantizationConfig | None] = {}
         self._by_name: dict[str, EspNNQuantizationConfig | None] = {}
 
     def set_global(self, config: EspNNQuantizationConfig | None) -> EspNNQuantizer:
-        self._global = _checked(config)
+        self._global = self._checked(config)
         return self
 
     def set_module_type(
@@ -44,7 +52,7 @@ class EspNNQuantizer(Quantizer):  # type: ignore[misc]  # torchao is untyped
     ) -> EspNNQuantizer:
         if not (isinstance(module_type, type) and issubclass(module_type, nn.Module)):
             raise TypeError(f"set_module_type expects an nn.Module subclass, got {module_type!r}")
-        self._by_type[module_type] = _checked(config)
+        self._by_type[module_type] = self._checked(config)
         return self
 
     def set_module_name(
@@ -54,12 +62,15 @@ class EspNNQuantizer(Quantizer):  # type: ignore[misc]  # torchao is untyped
             raise TypeError(
                 f"set_module_name expects a qualified module name such as 'features.3', got {module_name!r}"
             )
-        self._by_name[module_name] = _checked(config)
+        self._by_name[module_name] = self._checked(config)
         return self
 
     @property
     def scope(self) -> ConfigScope:
         return ConfigScope(self._global, dict(self._by_type), dict(self._by_name))
+
+    def _checked(self, config: object) -> EspNNQuantizationConfig | None:
+        return _checked(config, self.is_qat)
 
     def annotate(self, model: GraphModule) -> GraphModule:
         ctx = AnnotationContext(self.scope)
@@ -81,10 +92,18 @@ def _call_functions(model: GraphModule) -> Iterator[Node]:
     return (n for n in list(model.graph.nodes) if n.op == "call_function")
 
 
-def _checked(config: object) -> EspNNQuantizationConfig | None:
+def _checked(config: object, is_qat: bool) -> EspNNQuantizationConfig | None:
     if config is not None and not isinstance(config, EspNNQuantizationConfig):
         raise TypeError(
             f"expected an EspNNQuantizationConfig or None, got {type(config).__name__}; "
             "build one with EspNNQuantizationConfig.default()"
+        )
+    if config is not None and config.is_qat != is_qat:
+        raise QuantizerConfigError(
+            "EspNNQuantizer(is_qat=True) takes QAT configs only: build them with "
+            "EspNNQuantizationConfig.default(is_qat=True)" if is_qat else
+            "a QAT config (fake quantizes) given to EspNNQuantizer() for calibration: use "
+            "EspNNQuantizer(is_qat=True) with torchao's prepare_qat_pt2e, or "
+            "EspNNQuantizationConfig.default() for calibration"
         )
     return config

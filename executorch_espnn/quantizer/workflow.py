@@ -1,4 +1,5 @@
-"""quantize(): export → prepare → calibrate → convert, with the errors a user can act on."""
+"""quantize(): export → prepare → calibrate → convert, with the errors a user can act on;
+prepare_qat()/convert_qat(): the quantization-aware-training pair around the user's training loop."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ from typing import Any
 import torch
 from torch import nn
 from torch.fx import GraphModule
-from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e, prepare_qat_pt2e
 
-from ..errors import CalibrationError, ExportError
+from ..errors import CalibrationError, ExportError, QuantizerConfigError
 from .espnn_quantizer import EspNNQuantizer
 
 #: Random calibration: the example inputs plus this many random batches drawn like them.
@@ -54,11 +55,7 @@ def _user_location(exc: BaseException) -> str:
     return f"\nat {Path(path).name}:{line} in {func}: {code.strip()}"
 
 
-def export_model(model: nn.Module, example_inputs: tuple[Any, ...]) -> torch.export.ExportedProgram:
-    """torch.export in eval mode, mapping any failure to ExportError (the model's train/eval
-    mode is restored afterwards)."""
-    was_training = model.training
-    model.eval()
+def _export(model: nn.Module, example_inputs: tuple[Any, ...]) -> torch.export.ExportedProgram:
     try:
         return torch.export.export(model, tuple(example_inputs))
     except Exception as exc:
@@ -68,6 +65,26 @@ def export_model(model: nn.Module, example_inputs: tuple[Any, ...]) -> torch.exp
             f"torch.export failed for {type(model).__name__}: {type(exc).__name__}: {first}"
             f"{_user_location(exc)}\nhint: {_export_hint(exc)}; see {EXPORT_DOCS}"
         ) from exc
+
+
+def export_model(model: nn.Module, example_inputs: tuple[Any, ...]) -> torch.export.ExportedProgram:
+    """torch.export in eval mode, mapping any failure to ExportError (the model's train/eval
+    mode is restored afterwards).
+
+    A module torch.export or PT2E made (``ExportedProgram.module()``, ``prepare_*_pt2e``,
+    ``convert_pt2e``: e.g. a model quantized by the user or after QAT) refuses ``.eval()``;
+    it is moved to eval mode with torchao's ``move_exported_model_to_eval`` instead (dropout
+    and batch norm switch to their eval forms, in place)."""
+    was_training = model.training
+    try:
+        model.eval()
+    except NotImplementedError:
+        from torchao.quantization.pt2e import move_exported_model_to_eval
+
+        move_exported_model_to_eval(model)
+        return _export(model, example_inputs)
+    try:
+        return _export(model, example_inputs)
     finally:
         model.train(was_training)
 
@@ -236,3 +253,46 @@ def drop_unused_attributes(gm: GraphModule) -> None:
         delattr(owner, attr)
     gm.delete_all_unused_submodules()
     gm.recompile()
+
+
+def prepare_qat(
+    model: nn.Module,
+    example_inputs: tuple[Any, ...],
+    quantizer: EspNNQuantizer | None = None,
+) -> GraphModule:
+    """Export ``model`` in training mode and insert ESP-NN's fake quantizes
+    (torchao's ``prepare_qat_pt2e`` with ``EspNNQuantizer(is_qat=True)``).
+
+    Train the returned module with your own loop (it computes in float with int8 rounding
+    simulated, gradients pass straight through), then ``convert_qat()`` it and give the
+    result to ``lower()``.  Batch norms after convs train as usual and are folded at the end.
+    """
+    if isinstance(example_inputs, torch.Tensor):
+        example_inputs = (example_inputs,)
+    if quantizer is None:
+        quantizer = EspNNQuantizer(is_qat=True)
+    elif not quantizer.is_qat:
+        raise QuantizerConfigError(
+            "prepare_qat() needs a QAT quantizer: pass EspNNQuantizer(is_qat=True) (or none); "
+            "EspNNQuantizer() is for calibration with lower()/quantize()"
+        )
+    was_training = model.training
+    model.train()
+    try:
+        exported = _export(model, tuple(example_inputs))
+    finally:
+        model.train(was_training)
+    prepared: GraphModule = prepare_qat_pt2e(exported.module(), quantizer)
+    return prepared
+
+
+def convert_qat(prepared: GraphModule) -> GraphModule:
+    """The trained QAT module as a quantized (q/dq) model for ``lower()``: moved to eval
+    mode, fake quantizes replaced by quantize/dequantize with the learnt ranges, batch norms
+    folded into their convs."""
+    from torchao.quantization.pt2e import move_exported_model_to_eval
+
+    move_exported_model_to_eval(prepared)
+    converted: GraphModule = convert_pt2e(prepared)
+    drop_unused_attributes(converted)
+    return converted

@@ -1,4 +1,5 @@
-"""Kernel registry of the reference executor: one kernel per opcode, registered by decorator.
+"""Kernel registry of the reference executor: one kernel per opcode, registered by decorator
+(``@kernel``, an ``OpcodeTable`` like the validator's checks).
 
 A kernel receives an :class:`OpContext` whose arrays are views into the simulated device
 memory (arena, constants, delegate inputs/outputs) and writes its result into
@@ -8,14 +9,14 @@ output shares its input's bytes (the in-place ops of the format) behaves as on t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from types import MappingProxyType
 
 import numpy as np
 import numpy.typing as npt
 
-from ..payload import Opcode, OpRec, PayloadError, TensorRec
+from ..payload import OpRec, PayloadError, TensorRec
+from ..payload.opcode_table import OpcodeTable
 
 
 @dataclass(frozen=True)
@@ -55,32 +56,5 @@ class OpContext:
 Kernel = Callable[[OpContext], None]
 
 
-class KernelRegistry:
-    """Opcode -> kernel.  Filled once, at import of the op-family modules."""
-
-    def __init__(self) -> None:
-        self._kernels: dict[Opcode, Kernel] = {}
-
-    def register(self, *opcodes: Opcode) -> Callable[[Kernel], Kernel]:
-        def deco(fn: Kernel) -> Kernel:
-            for code in opcodes:
-                if code in self._kernels:
-                    raise RuntimeError(f"two reference kernels for {code.name}")
-                self._kernels[code] = fn
-            return fn
-
-        return deco
-
-    def get(self, opcode: Opcode) -> Kernel:
-        try:
-            return self._kernels[opcode]
-        except KeyError:
-            raise NotImplementedError(f"no reference kernel for {opcode.name}") from None
-
-    @property
-    def kernels(self) -> Mapping[Opcode, Kernel]:
-        return MappingProxyType(self._kernels)
-
-
-KERNELS = KernelRegistry()
+KERNELS: OpcodeTable[Kernel] = OpcodeTable("reference kernel")
 kernel = KERNELS.register

@@ -46,7 +46,7 @@ from torch.fx import Node
 from torch.utils._pytree import tree_flatten
 
 from ..decisions import OpDecision
-from ..lowering_graph import node_op
+from ..graph.names import node_op
 from .compare import OutputCheck, OutputQuant, check_outputs
 
 DEFAULT_TARGET = "esp32s3"

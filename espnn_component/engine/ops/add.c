@@ -9,25 +9,10 @@
 #include "espnn_fixedpoint.h"
 
 enum { ADD_KERNEL_ELEMENTWISE = 1, ADD_KERNEL_RUNS = 2, ADD_KERNEL_OWN = 3 };
-enum {
-    ADD_P_A_OFFSET = 0,
-    ADD_P_B_OFFSET,
-    ADD_P_A_MULT,
-    ADD_P_A_SHIFT,
-    ADD_P_B_MULT,
-    ADD_P_B_SHIFT,
-    ADD_P_LEFT_SHIFT,
-    ADD_P_OUT_MULT,
-    ADD_P_OUT_SHIFT,
-    ADD_P_OUT_OFFSET,
-    ADD_P_ACT_MIN,
-    ADD_P_ACT_MAX,
-    ADD_N_PARAMS
-};
 #define MIN_KERNEL_RUN 4u
 
 typedef struct add_state {
-    int32_t p[ADD_N_PARAMS];
+    int32_t p[ESPNN_PARAMS_ADD];
     espnn_bcast_t plan;
 } add_state_t;
 #define ADD_STATE_BYTES 104u
@@ -38,9 +23,10 @@ static espnn_status_t prepare(espnn_prep_t *p)
     add_state_t *s = (add_state_t *)p->data;
     espnn_bcast_shape_t shape;
     espnn_status_t st = espnn_prep_broadcast(p, &s->plan, &shape);
-    const uint32_t offsets[3] = {ADD_P_A_OFFSET, ADD_P_B_OFFSET, ADD_P_OUT_OFFSET};
-    const uint32_t mults[3] = {ADD_P_A_MULT, ADD_P_B_MULT, ADD_P_OUT_MULT};
-    const uint32_t shifts[3] = {ADD_P_A_SHIFT, ADD_P_B_SHIFT, ADD_P_OUT_SHIFT};
+    const uint32_t offsets[3] = {ESPNN_P_ADD_A_OFFSET, ESPNN_P_ADD_B_OFFSET,
+                                 ESPNN_P_ADD_OUT_OFFSET};
+    const uint32_t mults[3] = {ESPNN_P_ADD_A_MULT, ESPNN_P_ADD_B_MULT, ESPNN_P_ADD_OUT_MULT};
+    const uint32_t shifts[3] = {ESPNN_P_ADD_A_SHIFT, ESPNN_P_ADD_B_SHIFT, ESPNN_P_ADD_OUT_SHIFT};
     for (int i = 0; st == ESPNN_OK && i < 3; i++) {
         st = i < 2 ? espnn_prep_in_offset(p, offsets[i]) : espnn_prep_out_offset(p, offsets[i]);
     }
@@ -51,15 +37,15 @@ static espnn_status_t prepare(espnn_prep_t *p)
         st = espnn_prep_param(p, shifts[i], ESPNN_SHIFT_MIN, ESPNN_SHIFT_MAX, NULL);
     }
     if (st == ESPNN_OK) {
-        st = espnn_prep_param(p, ADD_P_LEFT_SHIFT, 0, ESPNN_ADD_LEFT_SHIFT_MAX, NULL);
+        st = espnn_prep_param(p, ESPNN_P_ADD_LEFT_SHIFT, 0, ESPNN_ADD_LEFT_SHIFT_MAX, NULL);
     }
     if (st == ESPNN_OK) {
-        st = espnn_prep_act(p, ADD_P_ACT_MIN, ADD_P_ACT_MAX);
+        st = espnn_prep_act(p, ESPNN_P_ADD_ACT_MIN, ESPNN_P_ADD_ACT_MAX);
     }
     if (st != ESPNN_OK) {
         return st;
     }
-    for (int i = 0; i < ADD_N_PARAMS; i++) {
+    for (int i = 0; i < ESPNN_PARAMS_ADD; i++) {
         s->p[i] = p->params[i];
     }
     p->kernel = shape == ESPNN_BCAST_SAME
@@ -72,24 +58,25 @@ static void run_kernel(const espnn_exec_t *x, uint32_t a, uint32_t b, uint32_t o
 {
     const int32_t *p = ((const add_state_t *)x->data)->p;
     esp_nn_add_elementwise_s8((const int8_t *)x->in[0] + a, (const int8_t *)x->in[1] + b,
-                              p[ADD_P_A_OFFSET], p[ADD_P_B_OFFSET], p[ADD_P_A_MULT],
-                              p[ADD_P_B_MULT], p[ADD_P_A_SHIFT], p[ADD_P_B_SHIFT],
-                              p[ADD_P_LEFT_SHIFT], (int8_t *)x->out + o, p[ADD_P_OUT_OFFSET],
-                              p[ADD_P_OUT_MULT], p[ADD_P_OUT_SHIFT], p[ADD_P_ACT_MIN],
-                              p[ADD_P_ACT_MAX], (int32_t)n);
+                              p[ESPNN_P_ADD_A_OFFSET], p[ESPNN_P_ADD_B_OFFSET],
+                              p[ESPNN_P_ADD_A_MULT], p[ESPNN_P_ADD_B_MULT], p[ESPNN_P_ADD_A_SHIFT],
+                              p[ESPNN_P_ADD_B_SHIFT], p[ESPNN_P_ADD_LEFT_SHIFT],
+                              (int8_t *)x->out + o, p[ESPNN_P_ADD_OUT_OFFSET],
+                              p[ESPNN_P_ADD_OUT_MULT], p[ESPNN_P_ADD_OUT_SHIFT],
+                              p[ESPNN_P_ADD_ACT_MIN], p[ESPNN_P_ADD_ACT_MAX], (int32_t)n);
 }
 
 /* the format's ADD formula; |(q + offset) << 20| < 2^28, so nothing overflows */
 static int8_t add_one(const int32_t *p, int32_t qa, int32_t qb)
 {
-    const int32_t scale = (int32_t)((uint32_t)1 << p[ADD_P_LEFT_SHIFT]);
-    const int32_t va = espnn_requant((qa + p[ADD_P_A_OFFSET]) * scale, p[ADD_P_A_MULT],
-                                     p[ADD_P_A_SHIFT]);
-    const int32_t vb = espnn_requant((qb + p[ADD_P_B_OFFSET]) * scale, p[ADD_P_B_MULT],
-                                     p[ADD_P_B_SHIFT]);
-    const int32_t v = espnn_requant(va + vb, p[ADD_P_OUT_MULT], p[ADD_P_OUT_SHIFT]) +
-                      p[ADD_P_OUT_OFFSET];
-    return (int8_t)espnn_clamp(v, p[ADD_P_ACT_MIN], p[ADD_P_ACT_MAX]);
+    const int32_t scale = (int32_t)((uint32_t)1 << p[ESPNN_P_ADD_LEFT_SHIFT]);
+    const int32_t va = espnn_requant((qa + p[ESPNN_P_ADD_A_OFFSET]) * scale, p[ESPNN_P_ADD_A_MULT],
+                                     p[ESPNN_P_ADD_A_SHIFT]);
+    const int32_t vb = espnn_requant((qb + p[ESPNN_P_ADD_B_OFFSET]) * scale, p[ESPNN_P_ADD_B_MULT],
+                                     p[ESPNN_P_ADD_B_SHIFT]);
+    const int32_t v = espnn_requant(va + vb, p[ESPNN_P_ADD_OUT_MULT], p[ESPNN_P_ADD_OUT_SHIFT]) +
+                      p[ESPNN_P_ADD_OUT_OFFSET];
+    return (int8_t)espnn_clamp(v, p[ESPNN_P_ADD_ACT_MIN], p[ESPNN_P_ADD_ACT_MAX]);
 }
 
 static void run_own(const espnn_exec_t *x, uint32_t a, uint32_t b, uint32_t o, uint32_t n)

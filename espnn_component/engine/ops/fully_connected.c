@@ -11,7 +11,6 @@
 #include "espnn_util.h"
 
 enum { FC_KERNEL_PER_CHANNEL = 1, FC_KERNEL_PER_TENSOR = 2 };
-enum { FC_P_IN_OFFSET = 0, FC_P_OUT_OFFSET, FC_P_ACT_MIN, FC_P_ACT_MAX };
 
 typedef struct fc_state {
     uint32_t rows;
@@ -52,12 +51,12 @@ static espnn_status_t prepare(espnn_prep_t *p)
         return espnn_prep_fail(p, "output", o.numel, fits ? (int64_t)want : -1);
     }
     /* k <= 65535 is implied by the dims limit */
-    st = espnn_prep_in_offset(p, FC_P_IN_OFFSET);
+    st = espnn_prep_in_offset(p, ESPNN_P_FULLY_CONNECTED_IN_OFFSET);
     if (st == ESPNN_OK) {
-        st = espnn_prep_out_offset(p, FC_P_OUT_OFFSET);
+        st = espnn_prep_out_offset(p, ESPNN_P_FULLY_CONNECTED_OUT_OFFSET);
     }
     if (st == ESPNN_OK) {
-        st = espnn_prep_act(p, FC_P_ACT_MIN, FC_P_ACT_MAX);
+        st = espnn_prep_act(p, ESPNN_P_FULLY_CONNECTED_ACT_MIN, ESPNN_P_FULLY_CONNECTED_ACT_MAX);
     }
     if (st == ESPNN_OK) {
         st = espnn_prep_filter_bias(p, n_out);
@@ -71,10 +70,10 @@ static espnn_status_t prepare(espnn_prep_t *p)
     s->rows = rows;
     s->k = (uint16_t)k;
     s->n_out = (uint16_t)n_out;
-    s->in_offset = p->params[FC_P_IN_OFFSET];
-    s->out_offset = p->params[FC_P_OUT_OFFSET];
-    s->act_min = p->params[FC_P_ACT_MIN];
-    s->act_max = p->params[FC_P_ACT_MAX];
+    s->in_offset = p->params[ESPNN_P_FULLY_CONNECTED_IN_OFFSET];
+    s->out_offset = p->params[ESPNN_P_FULLY_CONNECTED_OUT_OFFSET];
+    s->act_min = p->params[ESPNN_P_FULLY_CONNECTED_ACT_MIN];
+    s->act_max = p->params[ESPNN_P_FULLY_CONNECTED_ACT_MAX];
     espnn_prep_tensor(p, 3, &m);
     espnn_prep_tensor(p, 4, &sh);
     s->mult = espnn_const_i32(p, &m, 0);

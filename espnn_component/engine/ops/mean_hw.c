@@ -7,7 +7,6 @@
 #include "espnn_fixedpoint.h"
 #include "espnn_internal.h"
 
-enum { MEAN_P_IN_OFFSET = 0, MEAN_P_OUT_OFFSET, MEAN_P_MULT, MEAN_P_SHIFT };
 
 typedef struct mean_state {
     uint16_t n, h, w, c;
@@ -42,15 +41,15 @@ static espnn_status_t prepare(espnn_prep_t *p)
     if (hw > ESPNN_MAX_MEAN_COUNT) {
         return espnn_prep_fail(p, "input", hw, ESPNN_MAX_MEAN_COUNT);
     }
-    st = espnn_prep_in_offset(p, MEAN_P_IN_OFFSET);
+    st = espnn_prep_in_offset(p, ESPNN_P_MEAN_HW_IN_OFFSET);
     if (st == ESPNN_OK) {
-        st = espnn_prep_out_offset(p, MEAN_P_OUT_OFFSET);
+        st = espnn_prep_out_offset(p, ESPNN_P_MEAN_HW_OUT_OFFSET);
     }
     if (st == ESPNN_OK) {
-        st = espnn_prep_param(p, MEAN_P_MULT, 0, INT32_MAX, NULL);
+        st = espnn_prep_param(p, ESPNN_P_MEAN_HW_MULT, 0, INT32_MAX, NULL);
     }
     if (st == ESPNN_OK) {
-        st = espnn_prep_param(p, MEAN_P_SHIFT, ESPNN_SHIFT_MIN, ESPNN_SHIFT_MAX, NULL);
+        st = espnn_prep_param(p, ESPNN_P_MEAN_HW_SHIFT, ESPNN_SHIFT_MIN, ESPNN_SHIFT_MAX, NULL);
     }
     if (st != ESPNN_OK) {
         return st;
@@ -59,10 +58,10 @@ static espnn_status_t prepare(espnn_prep_t *p)
     s->h = (uint16_t)x.dims[1];
     s->w = (uint16_t)x.dims[2];
     s->c = (uint16_t)x.dims[3];
-    s->in_offset = p->params[MEAN_P_IN_OFFSET];
-    s->out_offset = p->params[MEAN_P_OUT_OFFSET];
-    s->mult = p->params[MEAN_P_MULT];
-    s->shift = p->params[MEAN_P_SHIFT];
+    s->in_offset = p->params[ESPNN_P_MEAN_HW_IN_OFFSET];
+    s->out_offset = p->params[ESPNN_P_MEAN_HW_OUT_OFFSET];
+    s->mult = p->params[ESPNN_P_MEAN_HW_MULT];
+    s->shift = p->params[ESPNN_P_MEAN_HW_SHIFT];
     return ESPNN_OK;
 }
 

@@ -27,20 +27,10 @@ enum {
     MUL_KERNEL_RUNS = 4,
     MUL_KERNEL_OWN = 5
 };
-enum {
-    MUL_P_A_OFFSET = 0,
-    MUL_P_B_OFFSET,
-    MUL_P_OUT_MULT,
-    MUL_P_OUT_SHIFT,
-    MUL_P_OUT_OFFSET,
-    MUL_P_ACT_MIN,
-    MUL_P_ACT_MAX,
-    MUL_N_PARAMS
-};
 #define MIN_KERNEL_RUN 4u
 
 typedef struct mul_state {
-    int32_t p[MUL_N_PARAMS];
+    int32_t p[ESPNN_PARAMS_MUL];
     uint32_t channels; /* per-channel kernels */
     espnn_bcast_t plan;
 } mul_state_t;
@@ -53,27 +43,27 @@ static espnn_status_t prepare(espnn_prep_t *p)
     espnn_bcast_shape_t shape;
     espnn_status_t st = espnn_prep_broadcast(p, &s->plan, &shape);
     if (st == ESPNN_OK) {
-        st = espnn_prep_in_offset(p, MUL_P_A_OFFSET);
+        st = espnn_prep_in_offset(p, ESPNN_P_MUL_A_OFFSET);
     }
     if (st == ESPNN_OK) {
-        st = espnn_prep_in_offset(p, MUL_P_B_OFFSET);
+        st = espnn_prep_in_offset(p, ESPNN_P_MUL_B_OFFSET);
     }
     if (st == ESPNN_OK) {
-        st = espnn_prep_out_offset(p, MUL_P_OUT_OFFSET);
+        st = espnn_prep_out_offset(p, ESPNN_P_MUL_OUT_OFFSET);
     }
     if (st == ESPNN_OK) {
-        st = espnn_prep_param(p, MUL_P_OUT_MULT, 0, INT32_MAX, NULL);
+        st = espnn_prep_param(p, ESPNN_P_MUL_OUT_MULT, 0, INT32_MAX, NULL);
     }
     if (st == ESPNN_OK) {
-        st = espnn_prep_param(p, MUL_P_OUT_SHIFT, ESPNN_SHIFT_MIN, ESPNN_SHIFT_MAX, NULL);
+        st = espnn_prep_param(p, ESPNN_P_MUL_OUT_SHIFT, ESPNN_SHIFT_MIN, ESPNN_SHIFT_MAX, NULL);
     }
     if (st == ESPNN_OK) {
-        st = espnn_prep_act(p, MUL_P_ACT_MIN, MUL_P_ACT_MAX);
+        st = espnn_prep_act(p, ESPNN_P_MUL_ACT_MIN, ESPNN_P_MUL_ACT_MAX);
     }
     if (st != ESPNN_OK) {
         return st;
     }
-    for (int i = 0; i < MUL_N_PARAMS; i++) {
+    for (int i = 0; i < ESPNN_PARAMS_MUL; i++) {
         s->p[i] = p->params[i];
     }
     espnn_tview_t o;
@@ -95,9 +85,10 @@ static void run_kernel(const espnn_exec_t *x, uint32_t a, uint32_t b, uint32_t o
 {
     const int32_t *p = ((const mul_state_t *)x->data)->p;
     esp_nn_mul_elementwise_s8((const int8_t *)x->in[0] + a, (const int8_t *)x->in[1] + b,
-                              p[MUL_P_A_OFFSET], p[MUL_P_B_OFFSET], (int8_t *)x->out + o,
-                              p[MUL_P_OUT_OFFSET], p[MUL_P_OUT_MULT], p[MUL_P_OUT_SHIFT],
-                              p[MUL_P_ACT_MIN], p[MUL_P_ACT_MAX], (int32_t)n);
+                              p[ESPNN_P_MUL_A_OFFSET], p[ESPNN_P_MUL_B_OFFSET],
+                              (int8_t *)x->out + o, p[ESPNN_P_MUL_OUT_OFFSET],
+                              p[ESPNN_P_MUL_OUT_MULT], p[ESPNN_P_MUL_OUT_SHIFT],
+                              p[ESPNN_P_MUL_ACT_MIN], p[ESPNN_P_MUL_ACT_MAX], (int32_t)n);
 }
 
 static void run_own(const espnn_exec_t *x, uint32_t a, uint32_t b, uint32_t o, uint32_t n)
@@ -107,10 +98,11 @@ static void run_own(const espnn_exec_t *x, uint32_t a, uint32_t b, uint32_t o, u
     const int8_t *pb = (const int8_t *)x->in[1];
     int8_t *out = (int8_t *)x->out;
     for (uint32_t i = 0; i < n; i++) {
-        const int32_t prod = (pa[a + i] + p[MUL_P_A_OFFSET]) * (pb[b + i] + p[MUL_P_B_OFFSET]);
-        const int32_t v = espnn_requant(prod, p[MUL_P_OUT_MULT], p[MUL_P_OUT_SHIFT]) +
-                          p[MUL_P_OUT_OFFSET];
-        out[o + i] = (int8_t)espnn_clamp(v, p[MUL_P_ACT_MIN], p[MUL_P_ACT_MAX]);
+        const int32_t prod =
+            (pa[a + i] + p[ESPNN_P_MUL_A_OFFSET]) * (pb[b + i] + p[ESPNN_P_MUL_B_OFFSET]);
+        const int32_t v = espnn_requant(prod, p[ESPNN_P_MUL_OUT_MULT], p[ESPNN_P_MUL_OUT_SHIFT]) +
+                          p[ESPNN_P_MUL_OUT_OFFSET];
+        out[o + i] = (int8_t)espnn_clamp(v, p[ESPNN_P_MUL_ACT_MIN], p[ESPNN_P_MUL_ACT_MAX]);
     }
 }
 
@@ -129,9 +121,10 @@ static void eval(const espnn_exec_t *x)
         const bool swap = x->op->kernel == MUL_KERNEL_CHANNEL_A;
         esp_nn_mul_broadcast_channel_s8(
             (const int8_t *)x->in[swap ? 1 : 0], (const int8_t *)x->in[swap ? 0 : 1],
-            p[swap ? MUL_P_B_OFFSET : MUL_P_A_OFFSET], p[swap ? MUL_P_A_OFFSET : MUL_P_B_OFFSET],
-            (int8_t *)x->out, p[MUL_P_OUT_OFFSET], p[MUL_P_OUT_MULT], p[MUL_P_OUT_SHIFT],
-            p[MUL_P_ACT_MIN], p[MUL_P_ACT_MAX], (int32_t)(n / s->channels),
+            p[swap ? ESPNN_P_MUL_B_OFFSET : ESPNN_P_MUL_A_OFFSET],
+            p[swap ? ESPNN_P_MUL_A_OFFSET : ESPNN_P_MUL_B_OFFSET], (int8_t *)x->out,
+            p[ESPNN_P_MUL_OUT_OFFSET], p[ESPNN_P_MUL_OUT_MULT], p[ESPNN_P_MUL_OUT_SHIFT],
+            p[ESPNN_P_MUL_ACT_MIN], p[ESPNN_P_MUL_ACT_MAX], (int32_t)(n / s->channels),
             (int32_t)s->channels);
         break;
     }

@@ -5,7 +5,6 @@
 
 static const char *const before_names[ESPNN_MAX_RANK] = {"before0", "before1", "before2",
                                                          "before3"};
-enum { PAD_P_VALUE = 8 };
 
 typedef struct pad_state {
     uint32_t idims[ESPNN_MAX_RANK];
@@ -48,16 +47,16 @@ static espnn_status_t prepare(espnn_prep_t *p)
     }
     espnn_status_t st;
     if (x.dtype == ESPNN_DTYPE_INT8) {
-        st = espnn_prep_param(p, PAD_P_VALUE, -128, 127, NULL);
+        st = espnn_prep_param(p, ESPNN_P_PAD_VALUE, -128, 127, NULL);
     } else if (x.dtype == ESPNN_DTYPE_UINT8) {
-        st = espnn_prep_param(p, PAD_P_VALUE, 0, 255, NULL);
+        st = espnn_prep_param(p, ESPNN_P_PAD_VALUE, 0, 255, NULL);
     } else {
         st = espnn_prep_fail(p, "input", x.dtype, ESPNN_DTYPE_INT8);
     }
     if (st != ESPNN_OK) {
         return st;
     }
-    s->value = p->params[PAD_P_VALUE];
+    s->value = p->params[ESPNN_P_PAD_VALUE];
     s->nbytes = o.nbytes;
     return ESPNN_OK;
 }

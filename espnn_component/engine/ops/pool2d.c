@@ -11,19 +11,19 @@
 #include "espnn_internal.h"
 
 enum { POOL_KERNEL_ESPNN = 1, POOL_KERNEL_AVG_INCLUDE_PAD = 2 };
-enum {
-    POOL_P_KH = 0,
-    POOL_P_KW,
-    POOL_P_SH,
-    POOL_P_SW,
-    POOL_P_PT,
-    POOL_P_PL,
-    POOL_P_PB,
-    POOL_P_PR,
-    POOL_P_ACT_MIN,
-    POOL_P_ACT_MAX,
-    POOL_P_DIVISOR
-};
+/* MAX_POOL2D's parameters are AVG_POOL2D's but the last: one set of indices serves both */
+ESPNN_STATIC_ASSERT(ESPNN_PARAMS_MAX_POOL2D + 1 == ESPNN_PARAMS_AVG_POOL2D &&
+                        ESPNN_P_MAX_POOL2D_KERNEL_H == ESPNN_P_AVG_POOL2D_KERNEL_H &&
+                        ESPNN_P_MAX_POOL2D_KERNEL_W == ESPNN_P_AVG_POOL2D_KERNEL_W &&
+                        ESPNN_P_MAX_POOL2D_STRIDE_H == ESPNN_P_AVG_POOL2D_STRIDE_H &&
+                        ESPNN_P_MAX_POOL2D_STRIDE_W == ESPNN_P_AVG_POOL2D_STRIDE_W &&
+                        ESPNN_P_MAX_POOL2D_PAD_TOP == ESPNN_P_AVG_POOL2D_PAD_TOP &&
+                        ESPNN_P_MAX_POOL2D_PAD_LEFT == ESPNN_P_AVG_POOL2D_PAD_LEFT &&
+                        ESPNN_P_MAX_POOL2D_PAD_BOTTOM == ESPNN_P_AVG_POOL2D_PAD_BOTTOM &&
+                        ESPNN_P_MAX_POOL2D_PAD_RIGHT == ESPNN_P_AVG_POOL2D_PAD_RIGHT &&
+                        ESPNN_P_MAX_POOL2D_ACT_MIN == ESPNN_P_AVG_POOL2D_ACT_MIN &&
+                        ESPNN_P_MAX_POOL2D_ACT_MAX == ESPNN_P_AVG_POOL2D_ACT_MAX,
+                    "pool parameter layouts diverged (executorch_espnn/payload/format.py)");
 
 typedef struct pool_state {
     uint16_t n, h, w, c;
@@ -54,29 +54,29 @@ static espnn_status_t prepare(espnn_prep_t *p, bool avg)
     }
     int32_t kh = 0, kw = 0, sh = 0, sw = 0, pt = 0, pl = 0, pb = 0, pr = 0, div = 0;
     if (st == ESPNN_OK) {
-        st = espnn_prep_param(p, POOL_P_KH, 1, ESPNN_MAX_DIM, &kh);
+        st = espnn_prep_param(p, ESPNN_P_AVG_POOL2D_KERNEL_H, 1, ESPNN_MAX_DIM, &kh);
     }
     if (st == ESPNN_OK) {
-        st = espnn_prep_param(p, POOL_P_KW, 1, ESPNN_MAX_DIM, &kw);
+        st = espnn_prep_param(p, ESPNN_P_AVG_POOL2D_KERNEL_W, 1, ESPNN_MAX_DIM, &kw);
     }
     if (st == ESPNN_OK) {
-        st = espnn_prep_param(p, POOL_P_SH, 1, ESPNN_MAX_DIM, &sh);
+        st = espnn_prep_param(p, ESPNN_P_AVG_POOL2D_STRIDE_H, 1, ESPNN_MAX_DIM, &sh);
     }
     if (st == ESPNN_OK) {
-        st = espnn_prep_param(p, POOL_P_SW, 1, ESPNN_MAX_DIM, &sw);
+        st = espnn_prep_param(p, ESPNN_P_AVG_POOL2D_STRIDE_W, 1, ESPNN_MAX_DIM, &sw);
     }
     /* PyTorch's rule: pads are at most half the kernel */
     if (st == ESPNN_OK) {
-        st = espnn_prep_param(p, POOL_P_PT, 0, kh / 2, &pt);
+        st = espnn_prep_param(p, ESPNN_P_AVG_POOL2D_PAD_TOP, 0, kh / 2, &pt);
     }
     if (st == ESPNN_OK) {
-        st = espnn_prep_param(p, POOL_P_PL, 0, kw / 2, &pl);
+        st = espnn_prep_param(p, ESPNN_P_AVG_POOL2D_PAD_LEFT, 0, kw / 2, &pl);
     }
     if (st == ESPNN_OK) {
-        st = espnn_prep_param(p, POOL_P_PB, 0, kh / 2, &pb);
+        st = espnn_prep_param(p, ESPNN_P_AVG_POOL2D_PAD_BOTTOM, 0, kh / 2, &pb);
     }
     if (st == ESPNN_OK) {
-        st = espnn_prep_param(p, POOL_P_PR, 0, kw / 2, &pr);
+        st = espnn_prep_param(p, ESPNN_P_AVG_POOL2D_PAD_RIGHT, 0, kw / 2, &pr);
     }
     /* kh, kw <= 65535: the product fits in 32 unsigned bits */
     const uint32_t window = (uint32_t)kh * (uint32_t)kw;
@@ -84,10 +84,10 @@ static espnn_status_t prepare(espnn_prep_t *p, bool avg)
         st = espnn_prep_fail(p, "kernel_h", window, ESPNN_MAX_POOL_WINDOW);
     }
     if (st == ESPNN_OK) {
-        st = espnn_prep_act(p, POOL_P_ACT_MIN, POOL_P_ACT_MAX);
+        st = espnn_prep_act(p, ESPNN_P_AVG_POOL2D_ACT_MIN, ESPNN_P_AVG_POOL2D_ACT_MAX);
     }
     if (st == ESPNN_OK && avg) {
-        st = espnn_prep_param(p, POOL_P_DIVISOR, ESPNN_AVG_DIVISOR_VALID,
+        st = espnn_prep_param(p, ESPNN_P_AVG_POOL2D_DIVISOR_MODE, ESPNN_AVG_DIVISOR_VALID,
                               ESPNN_AVG_DIVISOR_INCLUDE_PAD, &div);
     }
     if (st != ESPNN_OK) {
@@ -121,8 +121,8 @@ static espnn_status_t prepare(espnn_prep_t *p, bool avg)
     s->pl = (uint16_t)pl;
     s->pb = (uint16_t)pb;
     s->pr = (uint16_t)pr;
-    s->act_min = p->params[POOL_P_ACT_MIN];
-    s->act_max = p->params[POOL_P_ACT_MAX];
+    s->act_min = p->params[ESPNN_P_AVG_POOL2D_ACT_MIN];
+    s->act_max = p->params[ESPNN_P_AVG_POOL2D_ACT_MAX];
     s->zero_point = x.zero_point;
     /* with no padding, "clipped to the padded input" and "inside the input" are the same */
     const bool padded = (pt | pl | pb | pr) != 0;

@@ -17,7 +17,6 @@
 #include "espnn_fixedpoint.h"
 #include "espnn_internal.h"
 
-enum { SOFTMAX_P_MULT = 0, SOFTMAX_P_SHIFT, SOFTMAX_P_DIFF_MIN };
 enum { SOFTMAX_KERNEL_ESPNN = 1, SOFTMAX_KERNEL_LONG_ROWS = 2 };
 #define ESPNN_SOFTMAX_KERNEL_MAX_ROW 511u /* longest row whose ESP-NN arithmetic is defined */
 
@@ -49,12 +48,12 @@ static espnn_status_t prepare(espnn_prep_t *p)
         return espnn_prep_fail(p, "input", width, ESPNN_SOFTMAX_MAX_ROW);
     }
     int32_t shift = 0, diff_min = 0;
-    st = espnn_prep_param(p, SOFTMAX_P_MULT, 0, INT32_MAX, NULL);
+    st = espnn_prep_param(p, ESPNN_P_SOFTMAX_MULT, 0, INT32_MAX, NULL);
     if (st == ESPNN_OK) {
-        st = espnn_prep_param(p, SOFTMAX_P_SHIFT, 0, ESPNN_SOFTMAX_SHIFT_MAX, &shift);
+        st = espnn_prep_param(p, ESPNN_P_SOFTMAX_SHIFT, 0, ESPNN_SOFTMAX_SHIFT_MAX, &shift);
     }
     if (st == ESPNN_OK) {
-        st = espnn_prep_param(p, SOFTMAX_P_DIFF_MIN, INT32_MIN, 0, &diff_min);
+        st = espnn_prep_param(p, ESPNN_P_SOFTMAX_DIFF_MIN, INT32_MIN, 0, &diff_min);
     }
     if (st != ESPNN_OK) {
         return st;
@@ -69,7 +68,7 @@ static espnn_status_t prepare(espnn_prep_t *p)
     }
     s->width = width;
     s->rows = x.numel / width;
-    s->mult = p->params[SOFTMAX_P_MULT];
+    s->mult = p->params[ESPNN_P_SOFTMAX_MULT];
     s->shift = shift;
     s->diff_min = diff_min;
     if (width > ESPNN_SOFTMAX_KERNEL_MAX_ROW) {

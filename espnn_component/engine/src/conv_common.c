@@ -45,7 +45,7 @@ espnn_status_t espnn_prep_conv(espnn_prep_t *p, bool depthwise, espnn_conv_geom_
     int32_t groups;
     uint32_t reduction;
     if (depthwise) {
-        st = espnn_prep_param(p, CONV_P_GROUPS, 1, ESPNN_MAX_DIM, &groups);
+        st = espnn_prep_param(p, ESPNN_P_DEPTHWISE_CONV2D_CH_MULT, 1, ESPNN_MAX_DIM, &groups);
         if (st != ESPNN_OK) {
             return st;
         }
@@ -58,7 +58,7 @@ espnn_status_t espnn_prep_conv(espnn_prep_t *p, bool depthwise, espnn_conv_geom_
         }
         reduction = kh * kw; /* <= 65535^2: fits */
     } else {
-        st = espnn_prep_param(p, CONV_P_GROUPS, 1, ESPNN_MAX_DIM, &groups);
+        st = espnn_prep_param(p, ESPNN_P_CONV2D_GROUPS, 1, ESPNN_MAX_DIM, &groups);
         if (st != ESPNN_OK) {
             return st;
         }
@@ -82,9 +82,10 @@ espnn_status_t espnn_prep_conv(espnn_prep_t *p, bool depthwise, espnn_conv_geom_
         int64_t lo;
         int32_t *out;
     } geo[8] = {
-        {CONV_P_STRIDE_H, 1, &sh}, {CONV_P_STRIDE_W, 1, &sw}, {CONV_P_DIL_H, 1, &dh},
-        {CONV_P_DIL_W, 1, &dw},    {CONV_P_PAD_TOP, 0, &pt},  {CONV_P_PAD_LEFT, 0, &pl},
-        {CONV_P_PAD_BOTTOM, 0, &pb}, {CONV_P_PAD_RIGHT, 0, &pr},
+        {ESPNN_P_CONV2D_STRIDE_H, 1, &sh},   {ESPNN_P_CONV2D_STRIDE_W, 1, &sw},
+        {ESPNN_P_CONV2D_DILATION_H, 1, &dh}, {ESPNN_P_CONV2D_DILATION_W, 1, &dw},
+        {ESPNN_P_CONV2D_PAD_TOP, 0, &pt},    {ESPNN_P_CONV2D_PAD_LEFT, 0, &pl},
+        {ESPNN_P_CONV2D_PAD_BOTTOM, 0, &pb}, {ESPNN_P_CONV2D_PAD_RIGHT, 0, &pr},
     };
     for (int i = 0; i < 8; i++) {
         st = espnn_prep_param(p, geo[i].index, geo[i].lo, ESPNN_MAX_DIM, geo[i].out);
@@ -101,12 +102,12 @@ espnn_status_t espnn_prep_conv(espnn_prep_t *p, bool depthwise, espnn_conv_geom_
         return espnn_prep_fail(p, "output", o.dims[0] != n ? o.dims[0] : (o.dims[1] != oh ? o.dims[1] : o.dims[2]),
                                o.dims[0] != n ? n : (o.dims[1] != oh ? oh : ow));
     }
-    st = espnn_prep_in_offset(p, CONV_P_IN_OFFSET);
+    st = espnn_prep_in_offset(p, ESPNN_P_CONV2D_IN_OFFSET);
     if (st == ESPNN_OK) {
-        st = espnn_prep_out_offset(p, CONV_P_OUT_OFFSET);
+        st = espnn_prep_out_offset(p, ESPNN_P_CONV2D_OUT_OFFSET);
     }
     if (st == ESPNN_OK) {
-        st = espnn_prep_act(p, CONV_P_ACT_MIN, CONV_P_ACT_MAX);
+        st = espnn_prep_act(p, ESPNN_P_CONV2D_ACT_MIN, ESPNN_P_CONV2D_ACT_MAX);
     }
     if (st == ESPNN_OK) {
         st = espnn_prep_filter_bias(p, cout);
@@ -135,9 +136,9 @@ espnn_status_t espnn_prep_conv(espnn_prep_t *p, bool depthwise, espnn_conv_geom_
     g->dil_h = (uint16_t)dh;
     g->dil_w = (uint16_t)dw;
     g->groups = (uint16_t)groups;
-    g->in_offset = p->params[CONV_P_IN_OFFSET];
-    g->out_offset = p->params[CONV_P_OUT_OFFSET];
-    g->act_min = p->params[CONV_P_ACT_MIN];
-    g->act_max = p->params[CONV_P_ACT_MAX];
+    g->in_offset = p->params[ESPNN_P_CONV2D_IN_OFFSET];
+    g->out_offset = p->params[ESPNN_P_CONV2D_OUT_OFFSET];
+    g->act_min = p->params[ESPNN_P_CONV2D_ACT_MIN];
+    g->act_max = p->params[ESPNN_P_CONV2D_ACT_MAX];
     return ESPNN_OK;
 }

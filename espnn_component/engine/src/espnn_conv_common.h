@@ -4,22 +4,23 @@
 
 #include "espnn_internal.h"
 
-/* Parameter indices common to both convolution opcodes. */
-enum {
-    CONV_P_STRIDE_H = 0,
-    CONV_P_STRIDE_W,
-    CONV_P_PAD_TOP,
-    CONV_P_PAD_LEFT,
-    CONV_P_PAD_BOTTOM,
-    CONV_P_PAD_RIGHT,
-    CONV_P_DIL_H,
-    CONV_P_DIL_W,
-    CONV_P_GROUPS, /* ch_mult for depthwise */
-    CONV_P_IN_OFFSET,
-    CONV_P_OUT_OFFSET,
-    CONV_P_ACT_MIN,
-    CONV_P_ACT_MAX,
-};
+/* The convolution opcodes share their parameter layout (groups and ch_mult at one index):
+ * the code common to both reads CONV2D's indices. */
+ESPNN_STATIC_ASSERT(ESPNN_PARAMS_CONV2D == ESPNN_PARAMS_DEPTHWISE_CONV2D &&
+                        ESPNN_P_CONV2D_STRIDE_H == ESPNN_P_DEPTHWISE_CONV2D_STRIDE_H &&
+                        ESPNN_P_CONV2D_STRIDE_W == ESPNN_P_DEPTHWISE_CONV2D_STRIDE_W &&
+                        ESPNN_P_CONV2D_PAD_TOP == ESPNN_P_DEPTHWISE_CONV2D_PAD_TOP &&
+                        ESPNN_P_CONV2D_PAD_LEFT == ESPNN_P_DEPTHWISE_CONV2D_PAD_LEFT &&
+                        ESPNN_P_CONV2D_PAD_BOTTOM == ESPNN_P_DEPTHWISE_CONV2D_PAD_BOTTOM &&
+                        ESPNN_P_CONV2D_PAD_RIGHT == ESPNN_P_DEPTHWISE_CONV2D_PAD_RIGHT &&
+                        ESPNN_P_CONV2D_DILATION_H == ESPNN_P_DEPTHWISE_CONV2D_DILATION_H &&
+                        ESPNN_P_CONV2D_DILATION_W == ESPNN_P_DEPTHWISE_CONV2D_DILATION_W &&
+                        ESPNN_P_CONV2D_GROUPS == ESPNN_P_DEPTHWISE_CONV2D_CH_MULT &&
+                        ESPNN_P_CONV2D_IN_OFFSET == ESPNN_P_DEPTHWISE_CONV2D_IN_OFFSET &&
+                        ESPNN_P_CONV2D_OUT_OFFSET == ESPNN_P_DEPTHWISE_CONV2D_OUT_OFFSET &&
+                        ESPNN_P_CONV2D_ACT_MIN == ESPNN_P_DEPTHWISE_CONV2D_ACT_MIN &&
+                        ESPNN_P_CONV2D_ACT_MAX == ESPNN_P_DEPTHWISE_CONV2D_ACT_MAX,
+                    "convolution parameter layouts diverged (executorch_espnn/payload/format.py)");
 
 typedef struct espnn_conv_geom {
     uint16_t n, h, w, cin;

@@ -97,14 +97,16 @@ ESPNN_STATIC_ASSERT(sizeof(float) == 4, "float32");
                             (bytes) <= ESPNN_MAX_FAMILY_STATE,                       \
                         #type " must be " #bytes " bytes (update payload/state.py)")
 
-/* ---- op specs (mirror of executorch_espnn/payload/format.py OP_SPECS) ------------------ */
+/* ---- op specs (src/registry.c, generated from executorch_espnn/payload/format.py) ------ */
 
 typedef struct espnn_op_spec {
     const char *name;
     uint8_t n_inputs;      /* fixed count; 0 for variadic (CONCAT) */
     uint8_t n_params;
     uint8_t optional_mask; /* bit s: input slot s may be absent */
-    uint8_t in_place;      /* output may take exactly the bytes of input 0 (ADD/MUL: or 1) */
+    uint8_t in_place_mask; /* bit s: the output may take exactly the bytes of input slot s */
+    uint8_t in_place_any_dims; /* ... whatever its dims (RESHAPE); else the dims must match */
+    uint8_t since_minor;   /* the format minor that introduced the opcode */
     const char *const *params;
 } espnn_op_spec_t;
 
@@ -163,7 +165,6 @@ espnn_status_t espnn_prep_filter_bias(espnn_prep_t *p, uint32_t n_out);
 espnn_status_t espnn_prep_requant_arrays(espnn_prep_t *p, uint32_t n);
 
 int32_t espnn_const_i32(const espnn_prep_t *p, const espnn_tview_t *t, uint32_t index);
-int8_t espnn_const_i8(const espnn_prep_t *p, const espnn_tview_t *t, uint32_t index);
 
 bool espnn_dims_equal(const espnn_tview_t *a, const espnn_tview_t *b);
 
@@ -185,27 +186,8 @@ typedef struct espnn_op_family {
     uint32_t state_bytes; /* multiple of 4, <= ESPNN_MAX_FAMILY_STATE */
 } espnn_op_family_t;
 
-const espnn_op_family_t *espnn_op_family(uint32_t opcode); /* NULL if unknown */
-
-/* one per opcode, each defined in ops/<family>.c */
-extern const espnn_op_family_t espnn_family_quantize;
-extern const espnn_op_family_t espnn_family_dequantize;
-extern const espnn_op_family_t espnn_family_conv2d;
-extern const espnn_op_family_t espnn_family_depthwise_conv2d;
-extern const espnn_op_family_t espnn_family_fully_connected;
-extern const espnn_op_family_t espnn_family_add;
-extern const espnn_op_family_t espnn_family_mul;
-extern const espnn_op_family_t espnn_family_max_pool2d;
-extern const espnn_op_family_t espnn_family_avg_pool2d;
-extern const espnn_op_family_t espnn_family_mean_hw;
-extern const espnn_op_family_t espnn_family_softmax;
-extern const espnn_op_family_t espnn_family_lut;
-extern const espnn_op_family_t espnn_family_reshape;
-extern const espnn_op_family_t espnn_family_transpose;
-extern const espnn_op_family_t espnn_family_slice;
-extern const espnn_op_family_t espnn_family_concat;
-extern const espnn_op_family_t espnn_family_pad;
-extern const espnn_op_family_t espnn_family_upsample_nearest;
+/* NULL if unknown; espnn_family_<opcode>, each defined in ops/<family>.c */
+const espnn_op_family_t *espnn_op_family(uint32_t opcode);
 
 /* element size of a dtype (0 if unknown) */
 uint32_t espnn_dtype_size(uint32_t dtype);

@@ -294,8 +294,10 @@ static espnn_status_t check_ops_structure(const uint8_t *b, const espnn_hdr_t *h
         if (spec == NULL) {
             return ofail(err, "opcode", i, -1, opcode, ESPNN_OP_COUNT - 1);
         }
-        /* every opcode exists since format 1.0: nothing to compare with format_minor yet */
         const int32_t oc = (int32_t)opcode;
+        if (spec->since_minor > h->format_minor) { /* an opcode newer than the payload's format */
+            return ofail(err, "opcode", i, oc, h->format_minor, spec->since_minor);
+        }
         if (nout != 1) {
             return ofail(err, "n_outputs", i, oc, nout, 1);
         }

@@ -115,12 +115,6 @@ int32_t espnn_const_i32(const espnn_prep_t *p, const espnn_tview_t *t, uint32_t 
     return espnn_rd_i32(p->consts + t->offset + 4u * index);
 }
 
-int8_t espnn_const_i8(const espnn_prep_t *p, const espnn_tview_t *t, uint32_t index)
-{
-    const uint8_t u = p->consts[t->offset + index];
-    return (int8_t)(u < 128 ? (int)u : (int)u - 256);
-}
-
 bool espnn_dims_equal(const espnn_tview_t *a, const espnn_tview_t *b)
 {
     if (a->rank != b->rank) {
@@ -290,12 +284,9 @@ static espnn_status_t check_dataflow(const uint8_t *buf, const espnn_hdr_t *hdr,
                     continue;
                 }
                 const bool same = t.offset == out.offset && t.nbytes == out.nbytes;
-                const bool ok_slot =
-                    s == 0 ||
-                    ((rec.opcode == ESPNN_OP_ADD || rec.opcode == ESPNN_OP_MUL) && s == 1);
-                const bool in_place =
-                    same && spec->in_place && ok_slot && espnn_dims_equal(&t, &out);
-                if (!in_place && !(same && rec.opcode == ESPNN_OP_RESHAPE)) {
+                const bool in_place = same && (spec->in_place_mask & (1u << s)) != 0 &&
+                                      (spec->in_place_any_dims || espnn_dims_equal(&t, &out));
+                if (!in_place) {
                     return espnn_fail(err, ESPNN_ERR_INVALID, espnn_input_field(s), op, oc,
                                       (int32_t)tid, t.offset, out.offset);
                 }

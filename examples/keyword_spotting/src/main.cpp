@@ -13,7 +13,13 @@ EspnnModel model(model_pte);
 
 void setup() {
     Serial.begin(115200);
-    if (!model.begin()) Serial.println(model.error());
+    if (!model.begin()) {
+        Serial.println(model.error());
+        return;
+    }
+    char line[192];  // the embedded frames, bit-exact with what the build computed?
+    model.self_test(line, sizeof line);
+    Serial.println(line);
 }
 
 void loop() {

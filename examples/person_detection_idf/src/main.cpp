@@ -30,6 +30,12 @@ extern "C" void app_main(void) {
         ESP_LOGE(TAG, "%s", model.error());
         return;
     }
+    static char line[192];  // custom_executorch_selftest: bit-exact with what the build computed?
+    if (model.self_test(line, sizeof line)) {
+        ESP_LOGI(TAG, "%s", line);
+    } else {
+        ESP_LOGE(TAG, "%s", line);
+    }
     static const bool kScenes[] = {true, false};  // TEST_SCENES of model/mobilenet.py
     for (bool person : kScenes) {
         scene(person, model.input<float>(0));  // write the input before every invoke()

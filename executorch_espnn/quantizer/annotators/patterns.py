@@ -68,6 +68,3 @@ def clamp_bounds(node: Node) -> tuple[float | None, float | None]:
     hi = arg(node, hi_idx, hi_name, hi_def)
     return (None if lo is None else float(lo)), (None if hi is None else float(hi))
 
-
-def is_node(x: object) -> bool:
-    return isinstance(x, Node)

@@ -1,5 +1,7 @@
 // On-target tests of the keyword spotter (`pio test -e host`, or on a board): the model loads
-// within the pools the generated header sizes, and names every keyword it is fed.
+// within the pools the generated header sizes, computes bit for bit what the host predicted
+// for the embedded self-test frames (custom_executorch_selftest), and names every keyword it
+// is fed.
 // Lines "PASS <name>" / "FAIL <name>: <why>" and a final "END" are read by
 // test/test_custom_runner.py.
 #include <Arduino.h>
@@ -27,6 +29,10 @@ void setup() {
         Serial.println("END");
         return;
     }
+    char line[192];
+    const bool exact = model.self_test(line, sizeof line);
+    Serial.println(line);
+    report("selftest", exact, line);
     char name[32];
     for (const auto &p : kPatterns) {
         keyword_frame(p.label, model.input<float>(0));

@@ -1,0 +1,56 @@
+"""Physical dimension orders of a tensor (``Perm``: physical dim i holds logical dim
+``perm[i]``) and the index arithmetic between them: NHWC, inverses, which orders share bytes,
+and the order of a unit-dim view that keeps its source's bytes in place."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+Perm = tuple[int, ...]
+
+
+def identity(rank: int) -> Perm:
+    return tuple(range(rank))
+
+
+def nhwc(rank: int) -> Perm:
+    """Channels-last for 4-D tensors; the logical order otherwise."""
+    return (0, 2, 3, 1) if rank == 4 else identity(rank)
+
+
+def inverse(perm: Perm) -> Perm:
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return tuple(inv)
+
+
+def physical(shape: Sequence[int], perm: Perm) -> tuple[int, ...]:
+    return tuple(shape[p] for p in perm)
+
+
+def same_bytes(shape: Sequence[int], a: Perm, b: Perm) -> bool:
+    """Whether two dimension orders lay the tensor out identically (unit dims aside)."""
+    return [p for p in a if shape[p] != 1] == [p for p in b if shape[p] != 1]
+
+
+def unit_dim_view(src: Sequence[int], dst: Sequence[int]) -> bool:
+    """Whether ``dst`` only adds or drops unit dims of ``src`` (same bytes in any order)."""
+    return [d for d in src if d != 1] == [d for d in dst if d != 1]
+
+
+def view_perm(src: Sequence[int], perm: Perm, dst: Sequence[int]) -> Perm:
+    """The order of the unit-dim view ``dst`` of a ``src`` tensor laid out in ``perm`` that
+    keeps its bytes where they are (``dst`` unit dims go where they least disturb the order)."""
+    moved = dict(zip([i for i, d in enumerate(src) if d != 1], [i for i, d in enumerate(dst) if d != 1],
+                     strict=True))
+    order = [moved[p] for p in perm if p in moved]
+    for u in (i for i, d in enumerate(dst) if d == 1):
+        at = next((k for k, p in enumerate(order) if p > u), len(order))
+        order.insert(at, u)
+    return tuple(order)
+
+
+def perm_words(perm: Sequence[int]) -> dict[str, int]:
+    p = list(perm) + list(range(len(perm), 4))
+    return {f"perm{i}": p[i] for i in range(4)}
