@@ -54,9 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     except (options.OptionError, model_step.StepError, kernel_step.KernelStepError) as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 1
-    if ran:
+    if ran:  # (no RAM line: the chip's RAM is ESP-IDF's to check, at the link)
         for line in report.summary_lines(info, None):
-            print(line)
+            if not line.strip().startswith("RAM:"):
+                print(line)
     print(f"model folder: {out} (idf.py -DESPNN_MODEL_DIR={out} ...)")
     return 0
 

@@ -141,6 +141,7 @@ def test_a_tree_named_executorch_alone_in_its_folder_is_included_from_there(
     """As in the builder's download cache; next to other folders (a user's checkouts) the tree
     is linked from the build folder instead, so that no sibling shadows a header."""
     et = sh.executorch_tree(tmp_path / "cache" / "executorch")
+    (tmp_path / "cache" / ".executorch-espnn-source.json").write_text("{}")  # the cache's marker
     fb = sh.flatbuffers_tree(tmp_path / "src" / "flatbuffers")
     inputs = {"FLATBUFFERS_INCLUDE_DIR": str(fb / "include"), "ESPNN_KERNELS_CMAKE": str(kernels),
               "EXECUTORCH_FLATC": str(rs.find_flatc())}
@@ -366,3 +367,40 @@ def test_idf_project_without_a_model_folder_says_how_to_make_one(tmp_path: Path)
     message = _error(proc)
     assert "holds no generated model" in message and "scripts/espnn_idf_model.py" in message
     assert "-DESPNN_MODEL_DIR=" in message
+
+
+@pytest.mark.slow
+def test_the_model_folder_script_feeds_idf_project(tmp_path: Path, trees: tuple[Path, Path]) -> None:
+    """scripts/espnn_idf_model.py writes what idf_project.cmake takes: the model component
+    (requiring executorch_espnn) and kernels.cmake; a second run relowers nothing."""
+    import sys
+
+    script = sh.ROOT / "scripts" / "espnn_idf_model.py"
+    model = sh.ROOT / "examples" / "hello_world" / "model" / "mlp.py"
+    out = tmp_path / "model"
+    cmd = [sys.executable, str(script), str(model), "--target", "esp32", "--out", str(out)]
+    first = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "executorch: lowering mlp.py for esp32" in first.stdout
+    assert f"model folder: {out} (idf.py -DESPNN_MODEL_DIR={out}" in first.stdout
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and "lowering" not in again.stdout
+    assert "registered for the firmware" not in again.stdout
+    proc = idf_project(tmp_path, ESPNN_MODEL_DIR=str(out), EXECUTORCH_SOURCE_DIR=str(trees[0]),
+                       FLATBUFFERS_SOURCE_DIR=str(trees[1]), EXECUTORCH_FLATC=str(rs.find_flatc()))
+    assert proc.returncode == 0, proc.stderr
+    (dirs,) = re.findall(r"DIRS=(.*)", proc.stdout)
+    model_component = Path(dirs.split(";")[-1])
+    assert model_component == out / "espnn_model"
+    assert "REQUIRES executorch_espnn" in (model_component / "CMakeLists.txt").read_text()
+    runtime = Path(dirs.split(";")[1])
+    rt_tmp = tmp_path / "rt"
+    rt_tmp.mkdir()
+    assert fake_idf(runtime, rt_tmp).returncode == 0
+    (srcs,) = recorded(rt_tmp)["SRCS"]
+    assert srcs[-1] == str(out / "kernels" / "RegisterCodegenUnboxedKernels.cpp")
+
+    bad = subprocess.run([*cmd[:2], str(tmp_path / "none.py"), *cmd[3:]], capture_output=True,
+                         text=True, timeout=120)
+    assert bad.returncode == 1
+    assert bad.stderr.startswith("Error: ") and "file not found" in bad.stderr

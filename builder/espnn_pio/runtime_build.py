@@ -79,10 +79,10 @@ class RuntimeTree:
 def _include_root(tree: Path, given: str, stage: Path) -> Path:
     """A folder holding `tree` as `executorch` (sources say #include <executorch/...>): the
     given one (source_step: the tree's parent when the tree is named executorch) when it holds
-    nothing else, as the download cache's does; otherwise a link in the build folder, so that
+    nothing else but hidden files, as the download cache's does; otherwise a link in the build folder, so that
     the tree's siblings (a user's other checkouts) never shadow a header."""
-    if given and [p.name for p in Path(given).iterdir()] == [tree.name]:
-        return Path(given)
+    if given and [p.name for p in Path(given).iterdir() if not p.name.startswith(".")] == [tree.name]:
+        return Path(given)  # (hidden files, e.g. the cache's marker, hold no headers)
     link = stage / "executorch"
     try:
         if not (link.is_symlink() and Path(os.readlink(link)) == tree):

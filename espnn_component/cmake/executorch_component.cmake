@@ -86,6 +86,7 @@ get_filename_component(_et_registration_dir "${ESPNN_REGISTRATION_SRC}" DIRECTOR
 get_filename_component(_et_tree_name "${_et_tree}" NAME)
 get_filename_component(_et_parent "${_et_tree}" DIRECTORY)
 file(GLOB _et_siblings LIST_DIRECTORIES true "${_et_parent}/*")
+list(FILTER _et_siblings EXCLUDE REGEX "/[.][^/]*$")  # hidden files (the cache's marker) hold no headers
 if(_et_tree_name STREQUAL "executorch" AND _et_siblings STREQUAL "${_et_tree}")
   set(_et_stage_link OFF)
   set(_et_include_root "${_et_parent}")
