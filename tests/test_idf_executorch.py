@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from devkit import source_helpers as sh
 from executorch_espnn import runtime_sources as rs
-from tests import source_helpers as sh
 from tests.component_helpers import CDIR, COMPONENT, cmake
 
 COMPONENT_CMAKE = COMPONENT / "cmake" / "executorch_component.cmake"

@@ -25,9 +25,9 @@ from typing import Any
 
 import pytest
 
+from devkit import pio_helpers as h
+from devkit import source_helpers as sh
 from executorch_espnn import runtime_sources as rs
-from tests import pio_helpers as h
-from tests import source_helpers as sh
 
 PLAIN_PTE_SCRIPT = """
 import sys, torch

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from devkit import pio_helpers as h
 from executorch_espnn import runtime_sources as rs
-from tests import pio_helpers as h
 
 EXAMPLES = ("hello_world", "keyword_spotting", "person_detection_idf")
 

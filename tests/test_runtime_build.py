@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from devkit import source_helpers as sh
 from executorch_espnn.errors import RuntimeSourcesError
-from tests import source_helpers as sh
 
 rb = sh.builder_module("runtime_build")
 kernel_step = sh.builder_module("kernel_step")

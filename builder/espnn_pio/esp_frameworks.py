@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from . import esp_nn_sources, source_step
-from .render import GENERATED_SUBDIR, TEMPLATES
+from .render import GENERATED_SUBDIR
 
 # Component sources for an Arduino build (the ESP-IDF build reads the component's CMakeLists):
 # what enters a firmware, so not host_espnn/ (the host twin of ESP-NN's API).
@@ -78,18 +78,6 @@ def _cmake_path(path: Path | str, what: str) -> str:
     return text
 
 
-def _write_if_changed(path: Path, text: str) -> None:
-    if not path.is_file() or path.read_text(encoding="utf8") != text:
-        path.write_text(text, encoding="utf8")
-
-
-def _jinja(folder: Path) -> Any:
-    import jinja2
-
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(folder)),
-                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-
-
 def idf_component_folder(env: Any) -> Path:
     """$BUILD_DIR/executorch/components/executorch_espnn: espnn_component under the name
     ESP-IDF must know it by (a folder's name is its component's name), as a CMakeLists and a
@@ -97,13 +85,16 @@ def idf_component_folder(env: Any) -> Path:
     only when the content changes, so a no-op build stays one."""
     import shutil
 
+    from executorch_espnn import rendering
+
     comp = component_dir(env)
     folder = Path(env.subst("$BUILD_DIR")) / "executorch" / "components" / IDF_COMPONENT_NAME
     folder.mkdir(parents=True, exist_ok=True)
-    jenv = _jinja(TEMPLATES / "idf_component")
+    jenv = rendering.environment()
     component = _cmake_path(comp, "the platform folder")
     for name, template in IDF_WRAPPER_FILES.items():
-        _write_if_changed(folder / name, jenv.get_template(template).render(component_dir=component))
+        text = jenv.get_template(f"idf_component/{template}").render(component_dir=component)
+        rendering.write_if_changed(folder / name, text)
     manifest = comp / "idf_component.yml"
     copy = folder / manifest.name
     if not copy.is_file() or copy.read_bytes() != manifest.read_bytes():
@@ -115,18 +106,20 @@ def idf_runtime_folder(env: Any) -> Path:
     """$BUILD_DIR/executorch/components/executorch: the ESP-IDF component of ExecuTorch's runtime,
     a CMakeLists that names this build's pinned trees, the wheel's flatc and the model's kernels
     (kernel_step) and includes espnn_component/cmake/executorch_component.cmake."""
+    from executorch_espnn import rendering
     from executorch_espnn import runtime_sources as rs
 
     folder = Path(env.subst("$BUILD_DIR")) / "executorch" / "components" / IDF_RUNTIME_COMPONENT
     folder.mkdir(parents=True, exist_ok=True)
-    text = _jinja(TEMPLATES / "idf_component").get_template(IDF_RUNTIME_TEMPLATE).render(
+    text = rendering.render(
+        f"idf_component/{IDF_RUNTIME_TEMPLATE}",
         component_dir=_cmake_path(component_dir(env), "the platform folder"),
         executorch_dir=_cmake_path(env["ESPNN_ET_SOURCE_DIR"], "the ExecuTorch tree"),
         flatbuffers_include_dir=_cmake_path(env["ESPNN_FLATBUFFERS_INCLUDE_DIR"],
                                             "the flatbuffers headers"),
         flatc=_cmake_path(rs.find_flatc(), "the executorch wheel's flatc"),
         kernels_cmake=_cmake_path(env["ESPNN_KERNELS"].cmake, "the build folder"))
-    _write_if_changed(folder / "CMakeLists.txt", text)
+    rendering.write_if_changed(folder / "CMakeLists.txt", text)
     return folder
 
 

@@ -29,7 +29,6 @@ sys.path.insert(0, str(HERE.parent))
 
 from espnn_pio import checkout  # noqa: E402
 
-TEMPLATES = HERE.parents[1] / "templates"
 CMAKE_TEMPLATE = "executorch_kernels.cmake.j2"
 JSON_NAME = "kernels.json"
 CMAKE_NAME = "kernels.cmake"
@@ -38,9 +37,7 @@ EXIT_FAILED = 2
 
 def write(pte: Path, list_file: Path, out: Path) -> dict[str, object]:
     """Generate everything of the module doc into `out`; returns what kernels.json holds."""
-    import jinja2
-
-    from executorch_espnn import runtime_sources, selective
+    from executorch_espnn import rendering, runtime_sources, selective
 
     files = selective.generate(pte, out)
     operators = selective.selected_operators(files[0])
@@ -52,10 +49,7 @@ def write(pte: Path, list_file: Path, out: Path) -> dict[str, object]:
         "kernel_sources": list(lists.kernel_sources(operators)),
         "registration": files[1].name,
     }
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
-                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                             trim_blocks=True, lstrip_blocks=True)
-    (out / CMAKE_NAME).write_text(env.get_template(CMAKE_TEMPLATE).render(**info), encoding="utf8")
+    rendering.write_if_changed(out / CMAKE_NAME, rendering.render(CMAKE_TEMPLATE, **info))
     (out / JSON_NAME).write_text(json.dumps(info, indent=1), encoding="utf8")
     return info
 

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import checkout, kernel_driver, model_step, render
+from . import checkout, kernel_driver, model_step
 
 SUBDIR = "kernels"  # under $BUILD_DIR/executorch/
 STAMP = "stamp.json"
 # the package modules whose output the step writes (checkout or installed copy)
-PACKAGE_MODULES = ("selective.py", "runtime_sources.py")
+PACKAGE_MODULES = ("selective.py", "runtime_sources.py", "rendering.py")
 
 
 class KernelStepError(Exception):
@@ -61,12 +61,15 @@ def _package_dir(platform_dir: Path) -> Path | None:
 def cache_key(pte: Path, list_file: Path, platform_dir: Path) -> dict[str, Any]:
     sha = model_step._sha256_file
     pkg = _package_dir(platform_dir)
-    codegen = render.TEMPLATES / "executorch_codegen"
+    from executorch_espnn.rendering import templates_dir  # after setup() chose the package
+
+    templates = templates_dir()
+    codegen = templates / "executorch_codegen"
     return {
         "pte": sha(pte),
         "list": sha(list_file),
         "driver": sha(Path(kernel_driver.__file__)),
-        "template": sha(kernel_driver.TEMPLATES / kernel_driver.CMAKE_TEMPLATE),
+        "template": sha(templates / kernel_driver.CMAKE_TEMPLATE),
         "codegen": {str(p.relative_to(codegen)): sha(p)
                     for p in sorted(codegen.rglob("*")) if p.is_file()},
         "package": {m: sha(pkg / m) if pkg is not None and (pkg / m).is_file() else None

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
+from devkit.payload_factory import all_cases
 from executorch_espnn.payload import PayloadError, decode
 from fuzz import build
 from tests.hardening.surgery import Surgeon
-from tests.payload_factory import all_cases
 
 Edit = Callable[[Surgeon], Surgeon]
 
