@@ -109,7 +109,9 @@ def write_project(project: Path, ini: str, files: dict[str, str]) -> Path:
 # the pinned source trees) into handoff.json instead of compiling.  Its Arduino framework script
 # adds what Arduino-ESP32 2.0.x's does that matters to us (gnu++11, an SDK include folder).  It
 # proves our side of the contract; it does not prove that espressif32's real builder, ESP-IDF or
-# Arduino-ESP32 compile the component.
+# Arduino-ESP32 compile the component.  With ESPNN_STANDIN_COMPILE=<tests/component_c/idf_standin>
+# it also compiles every handed library and object with the host compiler, against the test
+# suite's ESP-IDF 4.4 stand-in headers (a generic chip only: no Xtensa assembly here).
 #
 # The ESP builds also need the pinned ExecuTorch, flatbuffers and ESP-NN trees, which cannot be
 # downloaded here: install_standin_espressif32 writes stand-in trees (the files the builder
@@ -167,6 +169,11 @@ env.Replace(ESPNN_STANDIN_RECORD=record)
 if env.get("PIOFRAMEWORK"):
     for fw in env["PIOFRAMEWORK"]:
         env.SConscript(env.GetFrameworkScript(fw), exports="env")
+if os.environ.get("ESPNN_STANDIN_COMPILE"):
+    # compile every library and object the builder handed over, with the host compiler (the
+    # chip's toolchain is not here): proves their sources, include paths and flags compile
+    Default([n for n in env.Flatten(env.get("LIBS", [])) if hasattr(n, "sources")]
+            + env.Flatten(env.get("PIOBUILDFILES", [])))
 
 
 def _defines(e):
@@ -174,16 +181,24 @@ def _defines(e):
 
 
 def _library(node):
-    """What a static library is built from and with: its objects' sources and build flags."""
+    """What a static library is built from and with: its objects' sources and build flags (the
+    first object's; sources built with other defines are listed with theirs)."""
     objects = [o for o in node.sources]
     build_env = objects[0].get_build_env() if objects else env
+    defines = _defines(build_env)
+    others = {}
+    for o in objects:
+        own = _defines(o.get_build_env())
+        if own != defines:
+            others[o.sources[0].srcnode().abspath] = own
     return {
         "name": os.path.basename(str(node)),
         "sources": sorted(o.sources[0].srcnode().abspath for o in objects),
         "ccflags": [build_env.subst(str(f)) for f in build_env.get("CCFLAGS", [])],
         "asppflags": [build_env.subst(str(f)) for f in build_env.get("ASPPFLAGS", [])],
         "cpppath": [build_env.subst(str(p)) for p in build_env.get("CPPPATH", [])],
-        "cppdefines": _defines(build_env),
+        "cppdefines": defines,
+        "source_defines": others,
     }
 
 
@@ -193,6 +208,7 @@ def _write(target, source, env):
         cpppath=[env.subst(str(p)) for p in env.get("CPPPATH", [])],
         cppdefines=_defines(env),
         cxxflags=[env.subst(str(f)) for f in env.get("CXXFLAGS", [])],
+        linkflags=[env.subst(str(f)) for f in env.get("LINKFLAGS", [])],
         cmake_extra_args=env.BoardConfig().get("build.cmake_extra_args", ""),
         libs=[str(x) for x in env.get("ESPNN_STANDIN_LIBS", [])],
         libraries=[_library(n) for n in libs],
@@ -222,6 +238,14 @@ if "{name}" == "arduino":  # what Arduino-ESP32 2.0.x's platformio-build.py sets
     sdk = os.path.join(env.PioPlatform().get_package_dir("framework-arduinoespressif32"), "tools",
                        "sdk", env.BoardConfig().get("build.mcu"), "include")
     env.Append(CXXFLAGS=["-std=gnu++11", "-fexceptions"], CPPPATH=[sdk])
+    standin_idf = os.environ.get("ESPNN_STANDIN_COMPILE")
+    if standin_idf:  # compiling with the host compiler: the test suite's ESP-IDF 4.4 headers
+        os.makedirs(sdk, exist_ok=True)
+        with open(os.path.join(sdk, "sdkconfig.h"), "w") as fp:
+            fp.write("/* stand-in of Arduino-ESP32 2.0.x's sdkconfig.h: PSRAM support */\\n"
+                     "#define CONFIG_SPIRAM 1\\n")
+        env.Append(CPPPATH=[standin_idf],
+                   CPPDEFINES=["ESP_PLATFORM", "ESPNN_STANDIN_IDF_MAJOR=4", "ESPNN_STANDIN_IDF_MINOR=4"])
 '''
 
 # A board of each chip ESP-NN serves, as espressif32 6.13 has them (build.mcu, frameworks, RAM);

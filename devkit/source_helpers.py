@@ -65,9 +65,29 @@ def tar_commit_id(archive: Path) -> str:
 # --- stand-in trees for the real pins (nothing to compile: only what the checks look at) ---------
 
 def executorch_tree(path: Path, version: str = "1.5.1") -> Path:
+    """The files the acquisition checks, every file of the runtime source list and the kernel
+    source of every operator the wheel's kernel schemas name (empty: nothing compiles them); the
+    kernel registry says it reads MAX_KERNEL_NUM, as ExecuTorch's does."""
+    from executorch_espnn import runtime_sources as rs
+    from executorch_espnn import selective
+    from executorch_espnn.errors import RuntimeSourcesError
+
     sources = builder_module("sources")
-    for rel in sources.pins("1.5.1", "0" * 40)[0].required:
+    lists = rs.load()
+    kernel_files = set()
+    wheel = selective.KernelSources.from_wheel()
+    for yaml_file in (wheel.portable_yaml, wheel.quantized_yaml):
+        for entry in selective._load_yaml_list(yaml_file):
+            try:
+                kernel_files.add(lists.kernel_source(selective._canonical(entry)))
+            except RuntimeSourcesError:
+                pass  # a namespace with no kernel folder: no firmware compiles it
+    for rel in {*sources.pins("1.5.1", "0" * 40)[0].required, *lists.runtime_srcs,
+                *lists.header_only, *lists.schema_srcs, *lists.kernel_support_srcs,
+                *kernel_files}:
         _touch(path / rel)
+    (path / "runtime" / "kernel" / "operator_registry.cpp").write_text(
+        "// stand-in: the kernel table of MAX_KERNEL_NUM slots\n")
     (path / "version.txt").write_text(version + "\n")
     return path
 

@@ -16,6 +16,15 @@ COMPONENT = ROOT / "espnn_component"
 KCONFIG = COMPONENT / "Kconfig"
 CDIR = Path(__file__).resolve().parent / "component_c"
 STANDIN = CDIR / "idf_standin"
+# The ESP-IDF releases the stand-in headers can pretend to be (idf_standin/esp_idf_version.h):
+# 5.x (ESP-IDF builds; the default) and 4.4 (Arduino-ESP32 2.0.x, espressif32 6.x's Arduino).
+IDF_VERSIONS = ("5.3", "4.4")
+
+
+def idf_version_defines(version: str) -> list[str]:
+    """-D names that make the stand-in headers ESP-IDF `version` ("5.3", "4.4")."""
+    major, minor = version.split(".")
+    return [f"ESPNN_STANDIN_IDF_MAJOR={major}", f"ESPNN_STANDIN_IDF_MINOR={minor}"]
 CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-g", "-O1"]
 CXXFLAGS = ["-std=c++17", "-Wall", "-Wextra", "-Werror", "-g", "-O1"]
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
@@ -63,9 +72,10 @@ def compile_c(
     return out
 
 
-def build_mem_driver(tmp: Path, world: str, options: Mapping[str, str], spiram: bool) -> Path:
-    """The memory-policy driver linked with the ESP-IDF world (over the stand-in heap_caps) or
-    the host world, configured by `options`."""
+def build_mem_driver(tmp: Path, world: str, options: Mapping[str, str], spiram: bool,
+                     idf_version: str = IDF_VERSIONS[0]) -> Path:
+    """The memory-policy driver linked with the ESP-IDF world (over the stand-in heap_caps, as
+    ESP-IDF `idf_version`) or the host world, configured by `options`."""
     write_sdkconfig(tmp, options, spiram)
     mem = COMPONENT / "memory"
     includes = [tmp / "include", COMPONENT / "include", mem, CDIR]
@@ -81,7 +91,7 @@ def build_mem_driver(tmp: Path, world: str, options: Mapping[str, str], spiram: 
             tmp / "mem_driver",
             [*sources, CDIR / "mem_policy_driver.c"],
             [*includes, STANDIN],
-            ["ESP_PLATFORM", "ESPNN_TEST_IDF"],
+            ["ESP_PLATFORM", "ESPNN_TEST_IDF", *idf_version_defines(idf_version)],
         )
     (tmp / "include" / "sdkconfig.h").rename(tmp / "include" / "espnn_sdkconfig.h")
     sources = [mem / "espnn_mem_core.c", mem / "espnn_mem_host.c"]

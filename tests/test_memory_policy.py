@@ -4,6 +4,9 @@ The real ESP-IDF world file (memory/espnn_mem_idf.c) and the shared decision log
 the host against a stand-in for heap_caps_* with scripted capacities, configured through the
 component's Kconfig exactly as ESP-IDF would (kconfiglib -> sdkconfig.h); the host world file is
 built the same way.  Each case checks the memory chosen, the fallback, and the failure message.
+The ESP-IDF world runs twice: as ESP-IDF 5.x (esp_psram, heap_caps_free) and as ESP-IDF 4.4,
+Arduino-ESP32 2.0.x's (no esp_psram.h; the stand-in heap aborts if aligned memory is freed with
+heap_caps_free there).
 """
 
 from __future__ import annotations
@@ -13,21 +16,24 @@ from pathlib import Path
 
 import pytest
 
-from tests.component_helpers import build_mem_driver, run_driver
+from tests.component_helpers import IDF_VERSIONS, build_mem_driver, run_driver
 
 KB = 1024
 Build = Callable[..., Path]
 
 
-@pytest.fixture(scope="module")
-def driver(tmp_path_factory: pytest.TempPathFactory) -> Build:
+@pytest.fixture(scope="module", params=IDF_VERSIONS, ids=[f"idf{v}" for v in IDF_VERSIONS])
+def driver(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Build:
+    idf_version: str = request.param
     cache: dict[tuple[str, tuple[tuple[str, str], ...], bool], Path] = {}
 
     def build(world: str = "idf", spiram: bool = False, **options: str) -> Path:
+        if world == "host" and idf_version != IDF_VERSIONS[0]:
+            pytest.skip("the host world has no ESP-IDF version")
         key = (world, tuple(sorted(options.items())), spiram)
         if key not in cache:
             tmp = tmp_path_factory.mktemp(f"mem-{world}")
-            cache[key] = build_mem_driver(tmp, world, options, spiram)
+            cache[key] = build_mem_driver(tmp, world, options, spiram, idf_version)
         return cache[key]
 
     return build

@@ -3,12 +3,15 @@
 What this proves: our platform class finds the installed base through PlatformIO's package
 manager, takes its boards/packages/frameworks (and so its toolchain per chip), hands every ESP
 build the pinned ExecuTorch/flatbuffers/ESP-NN trees (from the variables a user sets, or one
-error line when they cannot be had), runs the model step for the board's chip, then hands the
-build to the base builder with our component and generated model (ESP-IDF: as components on
-EXTRA_COMPONENT_DIRS; Arduino: include paths, the component library and real ESP-NN's sources
-for the chip, never host_espnn/), and without the base an ESP board fails with the install
-command.  What it cannot prove: that the real espressif32 6.13, ESP-IDF and Arduino-ESP32
-compile and link it.
+error line when they cannot be had), runs the model step for the board's chip and the kernel
+step (the model's CPU kernels and their registration), then hands the build to the base builder
+with our component, ExecuTorch's runtime and the generated model (ESP-IDF: as components on
+EXTRA_COMPONENT_DIRS, the runtime as the generated `executorch` component; Arduino: include
+paths, the component library, the runtime and kernel libraries from the one source list with
+the -u rule and MAX_KERNEL_NUM, and real ESP-NN's sources for the chip, never host_espnn/), and
+without the base an ESP board fails with the install command.  What it cannot prove: that the
+real espressif32 6.13, ESP-IDF and Arduino-ESP32 compile and link it (tests/test_idf_executorch.py
+and the host board built from source compile the runtime's side with real compilers).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import pytest
 
 from devkit import pio_helpers as h
 from devkit import source_helpers as sh
+from executorch_espnn import runtime_sources as rs
 
 PLAIN_PTE_SCRIPT = """
 import sys, torch
@@ -141,6 +145,79 @@ def _check_real_esp_nn(rec: dict[str, Any], mcu: str) -> None:
         assert rel == sorted(lists["c_srcs"] + chip)
 
 
+def _model_operators(build: Path) -> list[str]:
+    """The CPU operators of the build's .pte, read by ExecuTorch's gen_oplist (not the builder)."""
+    import subprocess
+    import sys
+
+    out = build / "oplist.yaml"
+    subprocess.run([sys.executable, "-m", "executorch.codegen.tools.gen_oplist", "--model_file_path",
+                    str(build / "executorch" / "model.pte"), "--output_path", str(out)],
+                   check=True, capture_output=True)
+    import yaml
+
+    return sorted(yaml.safe_load(out.read_text())["operators"])
+
+
+def _registered(build: Path) -> int:
+    reg = (build / "executorch" / "kernels" / "RegisterCodegenUnboxedKernels.cpp").read_text()
+    return len(re.findall(r'Kernel\(\s*"', reg))
+
+
+def _check_runtime_libraries(rec: dict[str, Any], build: Path) -> None:
+    """Arduino: ExecuTorch's runtime and the model's kernels as two libraries from the pinned
+    tree, exactly the one list's sources; the registration kept by -u; the kernel table sized
+    to the registration; ExecuTorch's include dirs and defines for every source."""
+    lists = rs.load()
+    et = Path(rec["sources"]["ESPNN_ET_SOURCE_DIR"])
+    runtime = _library(rec, "libexecutorch_runtime.a")
+    assert runtime["sources"] == sorted(str(et / s) for s in lists.runtime_srcs)
+    for d in (*lists.runtime_defines, *lists.public_defines, "ET_MIN_LOG_LEVEL=Info"):
+        assert d in runtime["cppdefines"], d
+    assert "-w" in runtime["ccflags"]
+    registry = str(et / "runtime/kernel/operator_registry.cpp")
+    assert list(runtime["source_defines"]) == [registry]  # the one source that reads the table
+    assert f"MAX_KERNEL_NUM={max(1, _registered(build))}" in runtime["source_defines"][registry]
+    ops = _model_operators(build)
+    assert _registered(build) == len(ops)
+    kernels = _library(rec, "libexecutorch_kernels.a")
+    kernel_srcs = [*lists.kernel_sources(ops), *lists.kernel_support_srcs] if ops else []
+    assert kernels["sources"] == sorted(
+        [str(et / s) for s in kernel_srcs]
+        + [str(build / "executorch" / "kernels" / "RegisterCodegenUnboxedKernels.cpp")])
+    names = [lib["name"] for lib in rec["libraries"]]
+    # each library references the next: registration -> kernels -> runtime
+    assert names.index("libexecutorch_kernels.a") < names.index("libexecutorch_runtime.a")
+    assert names.index("libexecutorch_espnn.a") < names.index("libexecutorch_runtime.a")
+    assert "-Wl,-u,executorch_espnn_register_kernels" in rec["linkflags"]
+    # <executorch/...> resolves into the tree, the schema headers come from the build folder
+    inc = [Path(p) for p in rec["cpppath"]]
+    assert any((p / "executorch").resolve() == et.resolve() for p in inc)
+    assert build / "executorch_runtime" / "gen" in inc
+    assert Path(rec["sources"]["ESPNN_FLATBUFFERS_INCLUDE_DIR"]) in inc
+    assert et / "runtime/core/portable_type/c10" in inc
+    assert lists.public_defines[0] in rec["cppdefines"]
+
+
+def _check_runtime_component(rec: dict[str, Any], build: Path, tmp_path: Path) -> None:
+    """ESP-IDF: the generated `executorch` component registers the one list's sources in the
+    pinned tree, the model's kernels and the registration (recorded by the fake ESP-IDF)."""
+    folder = build / "executorch" / "components" / "executorch"
+    dirs = rec["cmake_extra_args"].split("-DEXTRA_COMPONENT_DIRS:PATH=")[1].split('"')[0].split(";")
+    assert str(folder) in dirs
+    lines = _fake_idf_registration(folder, tmp_path / "executorch.txt")
+    (srcs,) = [ln.removeprefix("SRCS=").split(";") for ln in lines if ln.startswith("SRCS=")]
+    lists = rs.load()
+    et = Path(rec["sources"]["ESPNN_ET_SOURCE_DIR"]).resolve()
+    ops = _model_operators(build)
+    kernel_srcs = [*lists.kernel_sources(ops), *lists.kernel_support_srcs] if ops else []
+    assert srcs == [*(str(et / s) for s in (*lists.runtime_srcs, *kernel_srcs)),
+                    str(build / "executorch" / "kernels" / "RegisterCodegenUnboxedKernels.cpp")]
+    assert "LINK=INTERFACE;-u executorch_espnn_register_kernels" in lines
+    assert f"SOURCE_PROPERTIES={et / 'runtime/kernel/operator_registry.cpp'};PROPERTIES;" \
+           f"COMPILE_DEFINITIONS;MAX_KERNEL_NUM={max(1, _registered(build))}" in lines
+
+
 @pytest.mark.slow
 def test_arduino_handoff_to_base(core_with_base: Path, plain_pte: Path, tmp_path: Path) -> None:
     proj = _esp_project(tmp_path / "p", plain_pte)
@@ -174,8 +251,19 @@ def test_arduino_handoff_to_base(core_with_base: Path, plain_pte: Path, tmp_path
     header = (build / "executorch" / "config" / "espnn_sdkconfig.h").read_text()
     assert "#define CONFIG_ESPNN_ET_PROVIDE_PAL 1" in header
     assert "fits in 320.0 KiB internal RAM" in r.output
+    # the plain program keeps linear and relu on the CPU: their kernels, registered
+    assert _model_operators(build) == ["aten::addmm.out", "aten::permute_copy.out", "aten::relu.out"]
+    assert "executorch: 3 CPU operator(s) registered for the firmware" in r.output
+    _check_runtime_libraries(rec, build)
     # the project tree is untouched: everything generated lives in the build folder
     assert sorted(p.name for p in proj.iterdir()) == [".pio", "plain.pte", "platformio.ini", "src"]
+
+    # a no-op build regenerates nothing (the kernel step's key, the model step's)
+    kernels = build / "executorch" / "kernels"
+    before = {p: p.stat().st_mtime_ns for p in kernels.iterdir()}
+    r = h.pio(core_with_base, proj, "run", "-e", "esp32dev", timeout=300).check()
+    assert "registered for the firmware" not in r.output and "lowering" not in r.output
+    assert {p: p.stat().st_mtime_ns for p in kernels.iterdir()} == before
 
 
 @pytest.mark.slow
@@ -193,7 +281,9 @@ def test_espidf_handoff_adds_components(core_with_base: Path, plain_pte: Path, t
     _check_sources_handed_over(core_with_base, rec)
     dirs = rec["cmake_extra_args"].split("-DEXTRA_COMPONENT_DIRS:PATH=")[1].split('"')[0].split(";")
     wrapper = build / "executorch" / "components" / "executorch_espnn"
-    assert dirs == [str(proj / "src"), str(wrapper), str(build / "executorch" / "espnn_model")]
+    runtime = build / "executorch" / "components" / "executorch"
+    assert dirs == [str(proj / "src"), str(wrapper), str(runtime),
+                    str(build / "executorch" / "espnn_model")]
     for key, value in rec["sources"].items():  # the trees reach CMake for the runtime component
         if value:
             assert f'"-D{key}:PATH={value}"' in rec["cmake_extra_args"]
@@ -201,6 +291,7 @@ def test_espidf_handoff_adds_components(core_with_base: Path, plain_pte: Path, t
     cmake = (build / "executorch" / "espnn_model" / "CMakeLists.txt").read_text()
     assert 'SRCS "model_pte_data.S"' in cmake and "REQUIRES executorch_espnn" in cmake
     check_idf_wrapper(wrapper, tmp_path)
+    _check_runtime_component(rec, build, tmp_path)
 
 
 def _fake_idf_registration(component: Path, out: Path) -> list[str]:
@@ -213,8 +304,9 @@ def _fake_idf_registration(component: Path, out: Path) -> list[str]:
 
     cmake = str(Path(sys.executable).with_name("cmake"))
     proc = subprocess.run(
-        [cmake, f"-DCOMPONENT_DIR={component}", f"-DOUT={out}", "-DPAL=ON", "-P",
-         str(CDIR / "fake_idf.cmake")], capture_output=True, text=True, check=False)
+        [cmake, f"-DCOMPONENT_DIR={component}", f"-DOUT={out}", "-DPAL=ON",
+         f"-DBINARY_DIR={out.with_suffix('.bin')}", "-P", str(CDIR / "fake_idf.cmake")],
+        capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     lines = out.read_text().splitlines()
     assert lines[-1] == "DONE=1"
@@ -387,9 +479,11 @@ def test_every_chip(core_with_base: Path, tmp_path: Path, board: str, chip: str,
     assert (part["scratch_bytes"] > 0) == (chip == "esp32s3"), part
     if framework == "arduino":
         _check_real_esp_nn(rec, chip)
+        _check_runtime_libraries(rec, build)
     else:
         assert rec["libraries"] == []
         assert f'"-DESPNN_ESPNN_DIR:PATH={rec["sources"]["ESPNN_ESPNN_DIR"]}"' in rec["cmake_extra_args"]
+        _check_runtime_component(rec, build, tmp_path)
 
 
 @pytest.mark.slow
@@ -459,3 +553,88 @@ def test_missing_sources_say_how_to_get_them(core_with_base: Path, plain_pte: Pa
     r = h.pio(core_with_base, proj, "run", "-e", "named", timeout=300)
     line = _one_error(r, proj, "named")
     assert line.startswith("Error: custom_executorch_runtime_dir = ../no-such-checkout: no such folder")
+
+
+# --- custom_executorch_runtime ------------------------------------------------------------------
+
+
+def test_runtime_option_values_and_messages() -> None:
+    options = sh.builder_module("options")
+    given = {"custom_executorch_runtime": "source"}
+    assert options.runtime_choice(lambda _: None, True) == "wheel"  # the host board's default
+    assert options.runtime_choice(lambda _: None, False) == "source"  # ESP boards: the only one
+    assert options.runtime_choice(given.get, True) == "source"
+    with pytest.raises(options.OptionError) as bad:
+        options.runtime_choice({"custom_executorch_runtime": "prebuilt"}.get, True)
+    assert str(bad.value).startswith("custom_executorch_runtime = prebuilt: unknown value; use "
+                                     "`custom_executorch_runtime = source`")
+    with pytest.raises(options.OptionError) as esp:
+        options.runtime_choice({"custom_executorch_runtime": "wheel"}.get, False)
+    assert "only run on this computer" in str(esp.value)
+    assert "remove custom_executorch_runtime or set it to source" in str(esp.value)
+
+
+@pytest.mark.slow
+def test_wheel_runtime_on_an_esp_board_stops_at_once(core_with_base: Path, plain_pte: Path,
+                                                     tmp_path: Path) -> None:
+    proj = _esp_project(tmp_path / "p", plain_pte)
+    with (proj / "platformio.ini").open("a") as fp:
+        fp.write("\n[env:wheel]\nboard = esp32dev\nframework = arduino\n"
+                 "custom_executorch_runtime = wheel\n")
+    r = h.pio(core_with_base, proj, "run", "-e", "wheel", timeout=300)
+    line = _one_error(r, proj, "wheel")
+    assert line.startswith("Error: custom_executorch_runtime = wheel: the executorch wheel's "
+                           "libraries only run on this computer")
+
+
+# --- the handed Arduino libraries, compiled (with source trees) ------------------------------------
+
+
+@pytest.mark.slow
+def test_arduino_libraries_compile_as_handed(core_with_base: Path, tmp_path: Path) -> None:
+    """With real ExecuTorch, flatbuffers and ESP-NN trees the stand-in compiles what the builder
+    hands an Arduino build of a generic chip (esp32dev) with the host compiler: the component
+    against the tree's headers and the ESP-IDF 4.4 stand-in headers, ESP-NN's sources for the
+    chip, the runtime and the model's kernels with their registration, the PAL and the model
+    data; a second build compiles nothing.  (Not a link: the framework's libraries are not
+    here.)  Skipped without EXECUTORCH_SOURCE_DIR, FLATBUFFERS_SOURCE_DIR and ESPNN_ESP_NN_DIR."""
+    import os
+    import subprocess
+
+    from tests.component_helpers import STANDIN
+
+    missing = [v for v in ("EXECUTORCH_SOURCE_DIR", "FLATBUFFERS_SOURCE_DIR", "ESPNN_ESP_NN_DIR")
+               if not os.environ.get(v)]
+    if missing:
+        pytest.skip(f"set {', '.join(missing)} to source trees (pytorch/executorch, "
+                    "google/flatbuffers v24.3.25, espressif/esp-nn 1.2.3) to compile the handed "
+                    "libraries")
+    proj = h.write_project(tmp_path / "p", f"""
+        [env:esp32dev]
+        platform = {h.platform_spec()}
+        board = esp32dev
+        framework = arduino
+        custom_executorch_model = net.py
+        """, {"src/main.cpp": "int placeholder;\n", "net.py": CONV_MODEL_PY.replace(
+            "return self.fc(torch.relu(self.conv(x)).flatten(1))",
+            "return torch.cumsum(self.fc(torch.relu(self.conv(x)).flatten(1)), dim=1)")})
+    env = {"ESPNN_STANDIN_COMPILE": str(STANDIN)}
+    r = h.pio(core_with_base, proj, "run", "-e", "esp32dev", timeout=3000, extra_env=env).check()
+    build = proj / ".pio" / "build" / "esp32dev"
+    assert "Compiling" in r.output
+    defined = {}
+    for lib in ("libexecutorch_espnn.a", "libesp_nn.a", "libexecutorch_runtime.a",
+                "libexecutorch_kernels.a"):
+        nm = subprocess.run(["nm", "-C", "--defined-only", str(build / lib)], capture_output=True,
+                            text=True, check=True).stdout
+        defined[lib] = nm
+    assert "EspnnModel::begin()" in defined["libexecutorch_espnn.a"]
+    assert " T esp_nn_conv_s8_opt" in defined["libesp_nn.a"]
+    assert "executorch::runtime::Program::load" in defined["libexecutorch_runtime.a"]
+    assert " T executorch_espnn_register_kernels" in defined["libexecutorch_kernels.a"]
+    assert "cumsum" in defined["libexecutorch_kernels.a"]  # the model's CPU kernel
+    assert (build / "executorch_espnn_pal" / "espnn_pal_idf.o").is_file()
+    again = h.pio(core_with_base, proj, "run", "-e", "esp32dev", timeout=600, extra_env=env).check()
+    for word in ("Compiling", "Archiving", "Generating the ExecuTorch schema headers",
+                 "registered for the firmware", "executorch: lowering"):
+        assert word not in again.output, again.output[-3000:]

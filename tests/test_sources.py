@@ -303,6 +303,32 @@ def test_resolve_hands_over_three_trees(tmp_path: Path) -> None:
     assert set(entries) == set(source_step.ENV_KEYS)
 
 
+def test_fetch_sources_prints_the_lines_the_workflow_reads(tmp_path: Path) -> None:
+    """scripts/fetch_sources.py (idf.py users, .github/workflows/esp-idf.yml): one line per tree,
+    `<owner>/<repo> <version> at <commit>: <folder> (<origin>)`; the workflow takes each folder
+    from it with the same grep/sed, so that format is checked here with the local trees."""
+    import re
+    import subprocess
+    import sys
+
+    environ = {"EXECUTORCH_SOURCE_DIR": str(sh.executorch_tree(tmp_path / "a" / "executorch")),
+               "FLATBUFFERS_SOURCE_DIR": str(sh.flatbuffers_tree(tmp_path / "fb")),
+               "ESPNN_ESP_NN_DIR": str(sh.esp_nn_tree(tmp_path / "nn"))}
+    script = Path(__file__).resolve().parents[1] / "scripts" / "fetch_sources.py"
+    proc = subprocess.run([sys.executable, str(script), "--project-dir", str(tmp_path)],
+                          capture_output=True, text=True, env={**os.environ, **environ},
+                          timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    folders = {}
+    for line in proc.stdout.splitlines():
+        m = re.fullmatch(r"(\S+/\S+) \S+ at [0-9a-f]{7,}: (.*) \((env)\)", line)
+        if m:  # the workflow's `sed -e 's/^[^:]*: //' -e 's/ (.*)$//'`
+            folders[m.group(1)] = m.group(2)
+    assert folders == {"pytorch/executorch": str((tmp_path / "a" / "executorch").resolve()),
+                       "google/flatbuffers": str((tmp_path / "fb").resolve()),
+                       "espressif/esp-nn": str((tmp_path / "nn").resolve())}, proc.stdout
+
+
 def test_pins_follow_the_installed_wheel() -> None:
     import executorch.version as ev  # the wheel itself, imported: what the builder reads as text
 

@@ -1,7 +1,9 @@
 """Our additions to espressif32's framework scripts for real boards.
 
-espidf: espnn_component and the generated model ($BUILD_DIR/executorch/espnn_model) become
-ESP-IDF components, through the `EXTRA_COMPONENT_DIRS` that espressif32's espidf.py passes to
+espidf: espnn_component, ExecuTorch's runtime from the pinned tree (the component `executorch`,
+generated under $BUILD_DIR/executorch/components/executorch) and the generated model
+($BUILD_DIR/executorch/espnn_model) become ESP-IDF components, through the
+`EXTRA_COMPONENT_DIRS` that espressif32's espidf.py passes to
 CMake.  It builds that list itself (the project's src folder, plus Arduino for
 "arduino, espidf") and lets the board's `build.cmake_extra_args` follow it on the command line;
 CMake keeps the last definition, so we repeat its entries and add ours.  ESP-IDF then reads the
@@ -11,8 +13,8 @@ source trees (source_step) go to CMake as cache variables named like their SCons
 arduino: the component is compiled as a library with the Kconfig-resolved macros
 (espnn_sdkconfig.h, see kconfig_glue) against the real ESP-NN: the pinned ESP-NN tree compiled
 as a library of its own with the sources ESP-NN's build selects for the chip (esp_nn_sources),
-never the component's host_espnn/ twin.  The ExecuTorch runtime library from the pinned sources
-is the compile step's (add_executorch_runtime).
+never the component's host_espnn/ twin; ExecuTorch's runtime and the model's kernels from the
+pinned ExecuTorch tree as two more (runtime_build).
 
 Neither can be compiled here (no ESP toolchain); tests check the hand-off with a stand-in base.
 """
@@ -64,6 +66,16 @@ def component_dir(env: Any) -> Path:
 
 IDF_COMPONENT_NAME = "executorch_espnn"  # what `REQUIRES executorch_espnn` resolves
 IDF_WRAPPER_FILES = {"CMakeLists.txt": "CMakeLists.txt.j2", "Kconfig": "Kconfig.j2"}
+IDF_RUNTIME_COMPONENT = "executorch"  # what the component's `REQUIRES executorch` resolves
+IDF_RUNTIME_TEMPLATE = "executorch_CMakeLists.txt.j2"
+
+
+def _cmake_path(path: Path | str, what: str) -> str:
+    text = Path(path).resolve().as_posix()
+    if '"' in text:
+        raise ValueError(f"{what} {text} contains '\"', which CMake and Kconfig cannot quote; "
+                         "move it to a plainer path")
+    return text
 
 
 def idf_component_folder(env: Any) -> Path:
@@ -79,10 +91,7 @@ def idf_component_folder(env: Any) -> Path:
     folder = Path(env.subst("$BUILD_DIR")) / "executorch" / "components" / IDF_COMPONENT_NAME
     folder.mkdir(parents=True, exist_ok=True)
     jenv = rendering.environment()
-    component = comp.resolve().as_posix()
-    if '"' in component:
-        raise ValueError(f"the platform folder {component} contains '\"', which CMake and "
-                         "Kconfig cannot quote; move it to a plainer path")
+    component = _cmake_path(comp, "the platform folder")
     for name, template in IDF_WRAPPER_FILES.items():
         text = jenv.get_template(f"idf_component/{template}").render(component_dir=component)
         rendering.write_if_changed(folder / name, text)
@@ -93,9 +102,30 @@ def idf_component_folder(env: Any) -> Path:
     return folder
 
 
+def idf_runtime_folder(env: Any) -> Path:
+    """$BUILD_DIR/executorch/components/executorch: the ESP-IDF component of ExecuTorch's runtime,
+    a CMakeLists that names this build's pinned trees, the wheel's flatc and the model's kernels
+    (kernel_step) and includes espnn_component/cmake/executorch_component.cmake."""
+    from executorch_espnn import rendering
+    from executorch_espnn import runtime_sources as rs
+
+    folder = Path(env.subst("$BUILD_DIR")) / "executorch" / "components" / IDF_RUNTIME_COMPONENT
+    folder.mkdir(parents=True, exist_ok=True)
+    text = rendering.render(
+        f"idf_component/{IDF_RUNTIME_TEMPLATE}",
+        component_dir=_cmake_path(component_dir(env), "the platform folder"),
+        executorch_dir=_cmake_path(env["ESPNN_ET_SOURCE_DIR"], "the ExecuTorch tree"),
+        flatbuffers_include_dir=_cmake_path(env["ESPNN_FLATBUFFERS_INCLUDE_DIR"],
+                                            "the flatbuffers headers"),
+        flatc=_cmake_path(rs.find_flatc(), "the executorch wheel's flatc"),
+        kernels_cmake=_cmake_path(env["ESPNN_KERNELS"].cmake, "the build folder"))
+    rendering.write_if_changed(folder / "CMakeLists.txt", text)
+    return folder
+
+
 def add_idf_components(env: Any) -> list[str]:
-    """Put espnn_component (as `executorch_espnn`) and the generated model (`espnn_model`)
-    into the ESP-IDF build."""
+    """Put espnn_component (as `executorch_espnn`), ExecuTorch's runtime (`executorch`) and the
+    generated model (`espnn_model`) into the ESP-IDF build."""
     platform = env.PioPlatform()
     project_dir = Path(env.subst("$PROJECT_DIR"))
     src_dir = Path(env.subst("$PROJECT_SRC_DIR"))
@@ -107,12 +137,16 @@ def add_idf_components(env: Any) -> list[str]:
         if arduino:
             dirs.append(str(arduino))
     dirs.append(str(idf_component_folder(env)))
+    if env.get("ESPNN_KERNELS") is not None:  # a model: the runtime from the pinned tree
+        dirs.append(str(idf_runtime_folder(env)))
     model_dir = env.get("ESPNN_MODEL_DIR")
     if model_dir:
         dirs.append(str(Path(model_dir) / GENERATED_SUBDIR))
     board = env.BoardConfig()
     extra = str(board.get("build.cmake_extra_args", "")).strip()
-    args = [a for a in (extra, f'"-DEXTRA_COMPONENT_DIRS:PATH={";".join(dirs)}"') if a]
+    # ESPNN_PLATFORMIO: the project's own cmake/idf_project.cmake include (for idf.py) steps aside
+    args = [a for a in (extra, f'"-DEXTRA_COMPONENT_DIRS:PATH={";".join(dirs)}"',
+                        '"-DESPNN_PLATFORMIO:BOOL=ON"') if a]
     # the pinned trees, for the component that builds the runtime from them (compile step)
     args += [f'"-D{key}:PATH={env[key]}"' for key in source_step.ENV_KEYS if env.get(key)]
     board.update("build.cmake_extra_args", " ".join(args))
@@ -130,7 +164,7 @@ def add_component_library(env: Any) -> None:
     env.Append(CPPPATH=[str(Path(env["ESPNN_ESPNN_DIR"]) / esp_nn_sources.PUBLIC_INCLUDE_DIR)])
     env.Append(CPPDEFINES=[
         "ESPNN_ET_USE_MEMORY_POLICY",
-        "C10_USING_CUSTOM_GENERATED_MACROS",
+        # (ExecuTorch's public defines and include dirs: add_executorch_runtime)
         # what EspnnModel compares the header's stamp with (cmake/idf.cmake does the same)
         ("ESPNN_ET_EXECUTORCH_VERSION", f'\\"{_executorch_version(env)}\\"'),
         # esp_nn.h maps each kernel to the chip's optimised one only with this (ESP-NN's
@@ -190,8 +224,22 @@ def add_esp_nn_library(env: Any) -> None:
 
 
 def add_executorch_runtime(env: Any) -> None:
-    """TODO(compile step of issue 12): the ExecuTorch runtime as a per-environment static
-    library from ESPNN_ET_SOURCE_DIR / ESPNN_ET_INCLUDE_ROOT and ESPNN_FLATBUFFERS_INCLUDE_DIR
-    (source_step), with the MCU stack's one source list, schema headers generated with the
-    wheel's flatc, and the selected kernels' registration.  Until it exists an Arduino firmware
-    with a model compiles but does not link."""
+    """ExecuTorch's runtime and the model's kernels from the pinned tree (runtime_build), after
+    the framework script so that the libraries get its flags and include paths."""
+    from executorch_espnn import runtime_sources as rs
+    from executorch_espnn.errors import RuntimeSourcesError
+
+    from . import runtime_build
+
+    kernels = env["ESPNN_KERNELS"]
+    try:
+        rt = runtime_build.resolve(component_dir(env), Path(env["ESPNN_ET_SOURCE_DIR"]),
+                                   env.get("ESPNN_ET_INCLUDE_ROOT", ""),
+                                   Path(env["ESPNN_FLATBUFFERS_INCLUDE_DIR"]),
+                                   Path(env.subst("$BUILD_DIR")), kernels)
+        flatc = rs.find_flatc()
+    except RuntimeSourcesError as exc:
+        _fail(env, f"{exc}; {runtime_build.TREE_HINT}")
+        return
+    runtime_build.add(env, rt, kernels, flatc, runtime_build.log_level(env))
+    env.Append(ESPNN_STANDIN_LIBS=[str(rt.trees.executorch)])

@@ -1,6 +1,8 @@
 """The host board's build: system compiler, the Arduino/ESP-IDF compatibility layer, and, when
 the env names a model, the component (EspnnModel + delegate + engine + host ESP-NN kernels +
-host memory policy) linked with the ExecuTorch runtime and kernels of the executorch wheel.
+host memory policy) linked with the ExecuTorch runtime and kernels of the executorch wheel, or,
+with `custom_executorch_runtime = source`, with those compiled from the pinned tree
+(host_source.py, runtime_build.py: what an Arduino firmware links).
 
 The component is compiled by its own CMake project (espnn_component/cmake/host.cmake, target
 `espnn_model`), so its source lists have one home, through executorch_espnn.host.build, the
@@ -99,6 +101,16 @@ def _link_runtime(env: Any, root: Path) -> None:
         cxx=shutil.which("g++") or "c++",
     )
     lib = build_runtime(rb)
+    if env.get("ESPNN_KERNELS") is not None:  # custom_executorch_runtime = source
+        from executorch_espnn.errors import RuntimeSourcesError
+
+        from . import host_source, runtime_build
+
+        try:
+            host_source.link(env, root / "espnn_component", lib, pal_symbols(root / "espnn_component"))
+        except RuntimeSourcesError as exc:
+            raise HostBuildFailure(f"{exc}; {runtime_build.TREE_HINT}") from exc
+        return
     libdir = et / "lib"
     env.Append(
         LIBPATH=[str(libdir)],

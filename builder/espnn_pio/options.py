@@ -26,7 +26,11 @@ FLATBUFFERS_DIR = PREFIX + "flatbuffers_dir"  # google/flatbuffers at ExecuTorch
 ESPNN_DIR = PREFIX + "espnn_dir"  # an espressif/esp-nn tree in the declared range
 SOURCES_URL_BASE = PREFIX + "sources_url_base"  # instead of https://github.com (a mirror)
 SOURCE_OPTIONS = (RUNTIME_DIR, FLATBUFFERS_DIR, ESPNN_DIR, SOURCES_URL_BASE)
-KNOWN = (MODEL, CALIBRATION, STRICT, TARGET, SELFTEST, VALIDATION, *SOURCE_OPTIONS)
+# Which ExecuTorch runtime a build links: "source" (compiled from the pinned tree: ESP boards
+# always, the host board on request) or "wheel" (the executorch wheel's libraries: host only).
+RUNTIME = PREFIX + "runtime"
+RUNTIME_CHOICES = ("source", "wheel")
+KNOWN = (MODEL, CALIBRATION, STRICT, TARGET, SELFTEST, VALIDATION, RUNTIME, *SOURCE_OPTIONS)
 
 MODEL_SUFFIXES = (".py", ".pt2", ".pte")
 # The chips ESP-NN serves, each a target of the lowering (executorch_espnn's Target: its scratch
@@ -215,6 +219,26 @@ def _selftest_options(
                 f"remove {VALIDATION} or point {MODEL} at the .py/.pt2 model"
             )
     return selftest, validation
+
+
+def runtime_choice(get: Callable[[str], str | None], is_host: bool) -> str:
+    """custom_executorch_runtime: "source" or "wheel" (default: wheel on the host board, source
+    on ESP boards, where it is the only choice)."""
+    raw = (get(RUNTIME) or "").strip().lower()
+    if not raw:
+        return "wheel" if is_host else "source"
+    if raw not in RUNTIME_CHOICES:
+        raise OptionError(
+            f"{RUNTIME} = {raw}: unknown value; use `{RUNTIME} = source` (ExecuTorch's runtime "
+            f"compiled from its pinned sources) or `{RUNTIME} = wheel` (the executorch wheel's "
+            "libraries, host board only)"
+        )
+    if raw == "wheel" and not is_host:
+        raise OptionError(
+            f"{RUNTIME} = wheel: the executorch wheel's libraries only run on this computer; ESP "
+            f"boards compile the runtime from its sources: remove {RUNTIME} or set it to source"
+        )
+    return raw
 
 
 def parse_env_options(options: Mapping[str, str], project_dir: Path, board_mcu: str) -> ModelOptions | None:

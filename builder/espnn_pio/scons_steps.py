@@ -1,7 +1,9 @@
 """What builder/main.py runs for every environment before the host build or the base builder:
 validate the options, hand ESP builds their pinned source trees (source_step), run the model
-step, print the report, check RAM, add the generated files and the Kconfig-resolved macros to
-the build, and define the menuconfig target (host/arduino)."""
+step, then, for builds that compile ExecuTorch's runtime from those sources, the kernel step
+(the model's CPU kernels and their registration), print the report, check RAM, add the
+generated files and the Kconfig-resolved macros to the build, and define the menuconfig target
+(host/arduino)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import checkout, kconfig_glue, model_step, options, report, source_step, sources
+from . import (
+    checkout,
+    kconfig_glue,
+    kernel_step,
+    model_step,
+    options,
+    report,
+    runtime_build,
+    source_step,
+    sources,
+)
 
 # Targets that never need the model (they only inspect or configure the project).
 _NO_MODEL_TARGETS = {"menuconfig", "envdump", "idedata", "__idedata", "sizedata"}
@@ -28,6 +40,13 @@ def _command_line_targets() -> list[str]:
     from SCons.Script import COMMAND_LINE_TARGETS  # type: ignore[import-not-found]
 
     return [str(t) for t in COMMAND_LINE_TARGETS]
+
+
+def read_runtime(env: Any) -> str:
+    """custom_executorch_runtime: "source" or "wheel" (options.runtime_choice)."""
+    value = env.GetProjectConfig().get("env:" + env["PIOENV"], options.RUNTIME, None)
+    return options.runtime_choice(lambda _: None if value is None else str(value),
+                                  env.PioPlatform().is_host_env())
 
 
 def read_options(env: Any) -> options.ModelOptions | None:
@@ -50,6 +69,7 @@ def setup(env: Any) -> None:
     checkout.use_checkout_package(platform_dir)  # a checkout: its executorch_espnn, not another
     try:
         opts = read_options(env)
+        runtime = read_runtime(env)
     except options.OptionError as exc:
         _fail(env, str(exc))
         return
@@ -71,13 +91,16 @@ def setup(env: Any) -> None:
     if targets and targets <= _NO_MODEL_TARGETS and not is_espidf_esp:
         return
 
-    if not platform.is_host_env():
-        # the runtime's, flatbuffers' and ESP-NN's pinned trees, before the lowering's minutes
-        try:
+    # the runtime's, flatbuffers' and (ESP boards) ESP-NN's pinned trees, before the lowering's
+    # minutes
+    try:
+        if not platform.is_host_env():
             source_step.add_sources(env)
-        except sources.SourceError as exc:
-            _fail(env, str(exc))
-            return
+        elif runtime == "source":
+            source_step.add_runtime_sources(env)
+    except sources.SourceError as exc:
+        _fail(env, str(exc))
+        return
 
     paths = model_step.StepPaths(Path(env.subst("$BUILD_DIR")) / model_step.OUT_SUBDIR)
     try:
@@ -105,6 +128,16 @@ def setup(env: Any) -> None:
             return
         if ran:
             print(f"Warning: {message}")
+
+    if runtime == "source":
+        try:
+            kernels, _ = kernel_step.run(
+                paths.out, runtime_build.list_file(platform_dir / "espnn_component"),
+                env.subst("$PYTHONEXE"), platform_dir)
+        except kernel_step.KernelStepError as exc:
+            _fail(env, str(exc))
+            return
+        env["ESPNN_KERNELS"] = kernels
 
     env["ESPNN_MODEL_DIR"] = str(paths.out)
     env["ESPNN_MODEL_GEN_DIR"] = str(paths.gen)

@@ -1,5 +1,7 @@
-"""The build step that hands an ESP build its pinned source trees (sources.py): run early, before
-the model step, for ESP boards only (the host board builds against the executorch wheel).
+"""The build step that hands a build its pinned source trees (sources.py): run early, before the
+model step, for ESP boards (all three trees) and for the host board with
+`custom_executorch_runtime = source` (ExecuTorch and flatbuffers only: the host board keeps its
+host ESP-NN kernels).
 
 What the later compile steps read from the SCons environment:
 
@@ -15,28 +17,33 @@ What the later compile steps read from the SCons environment:
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import sources
+from . import options, sources
 
 ENV_KEYS = ("ESPNN_ET_SOURCE_DIR", "ESPNN_ET_INCLUDE_ROOT", "ESPNN_FLATBUFFERS_DIR",
             "ESPNN_FLATBUFFERS_INCLUDE_DIR", "ESPNN_ESPNN_DIR")
 
 
-def env_entries(found: sources.SourceSet) -> dict[str, str]:
-    root = found.executorch.include_root
+def runtime_entries(executorch: sources.SourceTree, flatbuffers: sources.SourceTree) -> dict[str, str]:
+    """The keys of the two trees the ExecuTorch runtime is compiled from."""
+    root = executorch.include_root
     return {
-        "ESPNN_ET_SOURCE_DIR": str(found.executorch.root),
+        "ESPNN_ET_SOURCE_DIR": str(executorch.root),
         "ESPNN_ET_INCLUDE_ROOT": str(root) if root is not None else "",
-        "ESPNN_FLATBUFFERS_DIR": str(found.flatbuffers.root),
-        "ESPNN_FLATBUFFERS_INCLUDE_DIR": str(found.flatbuffers.include_dir),
-        "ESPNN_ESPNN_DIR": str(found.esp_nn.root),
+        "ESPNN_FLATBUFFERS_DIR": str(flatbuffers.root),
+        "ESPNN_FLATBUFFERS_INCLUDE_DIR": str(flatbuffers.include_dir),
     }
 
 
-def add_sources(env: Any) -> sources.SourceSet:
-    """Resolve the three trees (raises sources.SourceError) and put them into `env`."""
+def env_entries(found: sources.SourceSet) -> dict[str, str]:
+    return {**runtime_entries(found.executorch, found.flatbuffers),
+            "ESPNN_ESPNN_DIR": str(found.esp_nn.root)}
+
+
+def _option_getter(env: Any) -> Callable[[str], str | None]:
     config = env.GetProjectConfig()
     section = "env:" + env["PIOENV"]
 
@@ -44,10 +51,40 @@ def add_sources(env: Any) -> sources.SourceSet:
         value = config.get(section, name, None)
         return None if value is None else str(value)
 
-    cache_dir = Path(config.get("platformio", "cache_dir"))
-    found = sources.resolve(get, os.environ, Path(env.subst("$PROJECT_DIR")), cache_dir)
+    return get
+
+
+def _cache_dir(env: Any) -> Path:
+    return Path(env.GetProjectConfig().get("platformio", "cache_dir"))
+
+
+def add_sources(env: Any) -> sources.SourceSet:
+    """Resolve the three trees (raises sources.SourceError) and put them into `env`."""
+    found = sources.resolve(_option_getter(env), os.environ, Path(env.subst("$PROJECT_DIR")),
+                            _cache_dir(env))
     env["ESPNN_SOURCES"] = found
     env.Replace(**env_entries(found))
     if found.notes:
         print("Note: " + "; ".join(found.notes))
     return found
+
+
+def add_runtime_sources(env: Any) -> None:
+    """The host board's `custom_executorch_runtime = source`: the ExecuTorch and flatbuffers
+    trees only, resolved exactly as for an ESP build."""
+    get = _option_getter(env)
+    version, commit = sources.wheel_executorch()
+    url_base = ((get(options.SOURCES_URL_BASE) or "").strip()
+                or os.environ.get(sources.URL_BASE_ENV, "").strip() or sources.GITHUB)
+    pins = sources.pins(version, commit)[:2]
+    notes: list[str] = []
+    found: list[sources.SourceTree] = []
+    for pin in pins:
+        tree, tree_notes = sources.resolve_one(pin, get(pin.option), os.environ,
+                                               Path(env.subst("$PROJECT_DIR")), _cache_dir(env),
+                                               url_base, print)
+        found.append(tree)
+        notes += tree_notes
+    env.Replace(**runtime_entries(*found))
+    if notes:
+        print("Note: " + "; ".join(notes))

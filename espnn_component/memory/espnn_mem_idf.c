@@ -1,17 +1,35 @@
 /*
  * Memory policy on ESP-IDF: the shared decision logic (espnn_mem_core.c) over heap_caps_*.
  * Internal RAM is MALLOC_CAP_INTERNAL | MALLOC_CAP_8BIT, PSRAM is MALLOC_CAP_SPIRAM |
- * MALLOC_CAP_8BIT; PSRAM counts as present only when esp_psram initialised it at boot (a
- * board without the chip and CONFIG_SPIRAM_IGNORE_NOTFOUND boots with it absent).
+ * MALLOC_CAP_8BIT; PSRAM counts as present only when it was initialised at boot (a board
+ * without the chip and CONFIG_SPIRAM_IGNORE_NOTFOUND boots with it absent).
+ *
+ * ESP-IDF 5.x and 4.4 (Arduino-ESP32 2.0.x, espressif32 6.x's Arduino) differ here:
+ *  - 5.x: esp_psram.h's esp_psram_is_initialized() (the esp_psram component, new in 5.0);
+ *  - 4.4: no esp_psram.h; its PSRAM calls live in per-chip headers (esp32/spiram.h,
+ *    esp32s3/spiram.h, ...).  PSRAM counts as present when the heap holds any
+ *    (heap_caps_get_total_size(MALLOC_CAP_SPIRAM) > 0): ESP-IDF adds it to the heap only once
+ *    it initialised, and PSRAM outside the heap is none heap_caps_* could hand out anyway;
+ *  - heap_caps_aligned_alloc memory: 5.x frees it with heap_caps_free (heap_caps_aligned_free
+ *    is deprecated there); before 5.0 it is freed with heap_caps_aligned_free, which is right on
+ *    every 4.x (before the TLSF heap it was the only correct call).
+ * esp_idf_version.h exists since ESP-IDF 4.0.
  */
 #include "espnn_mem.h"
 
 #include "esp_heap_caps.h"
+#include "esp_idf_version.h"
 #include "esp_log.h"
 #include "espnn_mem_config.h"
 #include "espnn_mem_core.h"
 
-#if ESPNN_CFG_SPIRAM
+#if ESP_IDF_VERSION >= ESP_IDF_VERSION_VAL(5, 0, 0)
+#define ESPNN_IDF_5 1
+#else
+#define ESPNN_IDF_5 0
+#endif
+
+#if ESPNN_CFG_SPIRAM && ESPNN_IDF_5
 #include "esp_psram.h"
 #endif
 
@@ -30,8 +48,10 @@ static bool idf_present(void *ctx, espnn_mem_kind_t kind) {
     if (kind != ESPNN_MEM_KIND_PSRAM) {
         return true;
     }
-#if ESPNN_CFG_SPIRAM
+#if ESPNN_CFG_SPIRAM && ESPNN_IDF_5
     return esp_psram_is_initialized();
+#elif ESPNN_CFG_SPIRAM
+    return heap_caps_get_total_size(MALLOC_CAP_SPIRAM | MALLOC_CAP_8BIT) > 0;
 #else
     return false;
 #endif
@@ -45,7 +65,11 @@ static void *idf_alloc(void *ctx, espnn_mem_kind_t kind, size_t bytes, size_t al
 static void idf_free(void *ctx, espnn_mem_kind_t kind, void *ptr) {
     (void)ctx;
     (void)kind;
+#if ESPNN_IDF_5
     heap_caps_free(ptr); /* frees heap_caps_aligned_alloc memory since ESP-IDF 5.0 */
+#else
+    heap_caps_aligned_free(ptr); /* ESP-IDF 4.x: the free that matches heap_caps_aligned_alloc */
+#endif
 }
 
 static size_t idf_free_size(void *ctx, espnn_mem_kind_t kind) {

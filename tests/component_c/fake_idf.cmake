@@ -1,11 +1,20 @@
-# Run with: cmake -DCOMPONENT_DIR=<espnn_component> -DOUT=<file> [-DPAL=ON] [-DEARLY=ON] -P this
-# Pretends to be ESP-IDF processing the component: sets ESP_PLATFORM and the CONFIG_ variables,
-# defines idf_component_register and the target_* commands the component calls, includes the
-# component's CMakeLists.txt, and writes every recorded argument to OUT as NAME=a;b;c lines.
+# Run with: cmake -DCOMPONENT_DIR=<component folder> -DOUT=<file> [-DPAL=ON] [-DEARLY=ON]
+#                 [-DBINARY_DIR=<dir>] [-DLOG_LEVEL=<0..3>] -P this
+# Pretends to be ESP-IDF processing a component (espnn_component, a generated wrapper, the
+# generated `executorch` component): sets ESP_PLATFORM and the CONFIG_ variables, defines
+# idf_component_register and the target_*/custom-command/source-property commands components
+# call, includes the component's CMakeLists.txt, and writes every recorded argument to OUT as
+# NAME=a;b;c lines.  BINARY_DIR stands for the component's build folder.
 cmake_minimum_required(VERSION 3.16)
 set(ESP_PLATFORM 1)
 if(PAL)
   set(CONFIG_ESPNN_ET_PROVIDE_PAL y)
+endif()
+if(DEFINED LOG_LEVEL)
+  set(CONFIG_ESPNN_ET_LOG_LEVEL ${LOG_LEVEL})
+endif()
+if(BINARY_DIR)
+  set(CMAKE_CURRENT_BINARY_DIR "${BINARY_DIR}")
 endif()
 if(EARLY)
   set(CMAKE_BUILD_EARLY_EXPANSION 1)
@@ -42,6 +51,18 @@ function(target_link_libraries target)
 endfunction()
 function(target_include_directories target)
   _record(TARGET_INCLUDES ${ARGN})
+endfunction()
+function(add_custom_command)
+  _record(CUSTOM_COMMAND ${ARGN})
+endfunction()
+function(add_custom_target name)
+  _record(CUSTOM_TARGET ${name} ${ARGN})
+endfunction()
+function(add_dependencies target)
+  _record(DEPENDENCIES ${target} ${ARGN})
+endfunction()
+function(set_source_files_properties)
+  _record(SOURCE_PROPERTIES ${ARGN})
 endfunction()
 
 include("${COMPONENT_DIR}/CMakeLists.txt")

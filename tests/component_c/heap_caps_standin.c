@@ -2,6 +2,9 @@
  * Stand-in for ESP-IDF's heap_caps_* with scripted capacities: each region (internal RAM,
  * PSRAM) has a free total and a largest free block that the test sets; an allocation succeeds
  * when it fits the largest block, and then shrinks both.  Pointers are real memory.
+ * Pretending to be ESP-IDF 4.x (esp_idf_version.h), memory from heap_caps_aligned_alloc must be
+ * freed with heap_caps_aligned_free and there is no esp_psram (PSRAM is known by its heap
+ * total); as 5.x, heap_caps_free frees it.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -9,7 +12,10 @@
 #include <string.h>
 
 #include "esp_heap_caps.h"
+#include "esp_idf_version.h"
+#if ESP_IDF_VERSION >= ESP_IDF_VERSION_VAL(5, 0, 0)
 #include "esp_psram.h"
+#endif
 #include "heap_caps_standin.h"
 
 #define MAX_LIVE 64
@@ -18,6 +24,7 @@ typedef struct region {
     size_t free_bytes;
     size_t largest;
     size_t largest_initial;
+    size_t total;
 } region_t;
 
 typedef struct live {
@@ -44,12 +51,14 @@ void standin_heap_script(int region, size_t free_bytes, size_t largest) {
     s_regions[region].free_bytes = free_bytes;
     s_regions[region].largest = largest;
     s_regions[region].largest_initial = largest;
+    s_regions[region].total = free_bytes;
 }
 
 void standin_psram_present(bool present) {
     s_psram_present = present;
 }
 
+#if ESP_IDF_VERSION >= ESP_IDF_VERSION_VAL(5, 0, 0)
 bool esp_psram_is_initialized(void) {
     return s_psram_present;
 }
@@ -57,6 +66,7 @@ bool esp_psram_is_initialized(void) {
 size_t esp_psram_get_size(void) {
     return s_psram_present ? s_regions[STANDIN_PSRAM].free_bytes : 0;
 }
+#endif
 
 void *heap_caps_aligned_alloc(size_t alignment, size_t size, uint32_t caps) {
     int r = region_of(caps);
@@ -92,7 +102,24 @@ void *heap_caps_aligned_alloc(size_t alignment, size_t size, uint32_t caps) {
     abort();
 }
 
+static void release(void *ptr);
+
 void heap_caps_free(void *ptr) {
+#if ESP_IDF_VERSION < ESP_IDF_VERSION_VAL(5, 0, 0)
+    if (ptr != NULL) { /* every block here came from heap_caps_aligned_alloc */
+        fprintf(stderr, "stand-in heap (ESP-IDF 4.x): heap_caps_free(%p) of "
+                        "heap_caps_aligned_alloc memory; use heap_caps_aligned_free\n", ptr);
+        abort();
+    }
+#endif
+    release(ptr);
+}
+
+void heap_caps_aligned_free(void *ptr) {
+    release(ptr);
+}
+
+static void release(void *ptr) {
     if (ptr == NULL) {
         return;
     }
@@ -111,6 +138,11 @@ void heap_caps_free(void *ptr) {
     }
     fprintf(stderr, "stand-in heap: free of unknown pointer %p\n", ptr);
     abort();
+}
+
+size_t heap_caps_get_total_size(uint32_t caps) {
+    int r = region_of(caps);
+    return r == STANDIN_PSRAM && !s_psram_present ? 0 : s_regions[r].total;
 }
 
 size_t heap_caps_get_free_size(uint32_t caps) {

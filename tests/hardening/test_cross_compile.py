@@ -6,7 +6,9 @@ accepts fails here, as it would under ESP-IDF's -Werror=all.
 
 - the ESP-IDF world: the sources of the component's ESP-IDF registration (engine, adapter,
   EspnnModel, the memory policy's core and ESP-IDF world, the ESP-IDF PAL) with ESP_PLATFORM,
-  an sdkconfig.h resolved from the Kconfig and the stand-in ESP-IDF headers;
+  an sdkconfig.h resolved from the Kconfig (with PSRAM support) and the stand-in ESP-IDF
+  headers; its C once as ESP-IDF 5.x and once as ESP-IDF 4.4 (Arduino-ESP32 2.0.x, which has
+  no esp_psram.h);
 - the bare-metal world: the same component with the host ESP-NN kernels, the memory policy's
   C-library-heap world and the bare-metal PAL (what tests/hardening/test_mcu_stack.py runs), and
   the engine's command-line tool (not firmware, but plain C under the same rule);
@@ -33,7 +35,14 @@ import yaml
 from emulated import build, component, targets
 from emulated.build import Unit
 from emulated.component import C_STRICT, CXX_IDF, CXX_STRICT, includes
-from tests.component_helpers import COMPONENT, STANDIN, idf_registration, write_sdkconfig
+from tests.component_helpers import (
+    COMPONENT,
+    IDF_VERSIONS,
+    STANDIN,
+    idf_registration,
+    idf_version_defines,
+    write_sdkconfig,
+)
 
 CROSS = list(targets.CROSS)
 CORTEX_M = targets.EMU / "cortex_m"
@@ -78,7 +87,8 @@ def idf_world(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Unit], lis
     flags = ("-DESP_PLATFORM", *(f"-D{d}" for d in defs if d not in ("PUBLIC", "PRIVATE")),
              *includes(tmp / "cfg" / "include", *map(Path, inc + priv), STANDIN,
                        COMPONENT / "host_espnn" / "include"))  # the esp-nn component's API
-    c = [Unit(Path(s), (*C_STRICT, *flags)) for s in srcs if s.endswith(".c")]
+    c = [Unit(Path(s), (*C_STRICT, *flags, *(f"-D{d}" for d in idf_version_defines(v))),
+              f"{s} [ESP-IDF {v}]") for v in IDF_VERSIONS for s in srcs if s.endswith(".c")]
     cxx = _cxx_passes([Path(s) for s in srcs if not s.endswith(".c")], flags)
     return c, cxx
 
