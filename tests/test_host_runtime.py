@@ -618,6 +618,15 @@ def _op_cases() -> dict[str, tuple[object, tuple[tuple[int, ...], ...]]]:
         "avgpool1d_pad": (nn.AvgPool1d(3, stride=2, padding=1), ((2, 6, 19),)),
         "split_channels": (Fn(lambda x: torch.split(x, [2, 1, 3], 1)), img),  # three delegate outputs
         "chunk_last_dim_add": (Fn(lambda x: torch.add(*torch.chunk(x, 2, -1))), ((2, 6, 18),)),
+        # format 2.1: sub (ADD, negated multiplier), PReLU, bilinear, transposed convolutions
+        "sub_broadcast": (Fn(lambda x: x - x.mean((2, 3), keepdim=True)), img),
+        "prelu_per_channel": (nn.Sequential(nn.Conv2d(6, 8, 3), nn.PReLU(8)), img),
+        "bilinear_x2": (nn.Upsample(scale_factor=2, mode="bilinear"), img),
+        "bilinear_size_corners": (Fn(lambda x: F.interpolate(x, size=(17, 5), mode="bilinear", align_corners=True)),
+                                  img),
+        "conv_transpose_s2_groups": (nn.ConvTranspose2d(6, 10, 3, stride=2, padding=1, output_padding=1, groups=2),
+                                     img),
+        "conv_transpose1d": (nn.ConvTranspose1d(6, 4, 5, stride=3, padding=1), ((2, 6, 19),)),
     }
 
 
