@@ -330,6 +330,7 @@ MTCNN_SIZES = {"pnet": 12, "rnet": 24, "onet": 48}
 def train(name: str) -> Trained:
     """One of "pnet", "rnet", "onet", "lraspp", "unet", trained on the digits' training split
     (deterministic: fixed seeds, call with torch's thread count pinned)."""
+    torch.manual_seed(0)  # the initial weights
     if name in MTCNN_SIZES:
         data = load_digits(MTCNN_SIZES[name])
         m: nn.Module = {"pnet": PNet, "rnet": RNet, "onet": ONet}[name]()
