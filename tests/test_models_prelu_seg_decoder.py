@@ -31,7 +31,7 @@ from executorch_espnn import host
 from executorch_espnn.lowering import LoweredModel
 from executorch_espnn.payload import DType, Opcode, decode
 from executorch_espnn.payload.format import TENSOR_FLAG_NHWC
-from executorch_espnn.program_info import read_program
+from executorch_espnn.pte import read_program
 from executorch_espnn.reference import Executor, run_delegate
 from tests.models_prelu_seg_decoder import Trained, train
 
