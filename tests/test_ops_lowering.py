@@ -758,8 +758,8 @@ def test_prelu_positive_side_multiplier_above_1_is_a_left_shift() -> None:
 def test_bilinear_tables_follow_pytorch_scale_factor_rule() -> None:
     """With a scale factor, PyTorch maps output to input coordinates with 1/scale, not with
     in/out (here 5 * 1.5 = 7.5 -> 7 rows: 1/1.5 != 5/7); the tables come from its operator."""
-    from executorch_espnn.ops.resize import bilinear_tables
     from devkit.payload_factory import bilinear_table
+    from executorch_espnn.ops.resize import bilinear_tables
 
     class Up(nn.Module):
         def __init__(self, **kw: Any) -> None:
