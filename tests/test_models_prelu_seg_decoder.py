@@ -110,6 +110,9 @@ def test_one_partition_nothing_on_the_cpu(arch: Arch) -> None:
     r = lm.report
     assert r.cpu_ops == [] and len(r.partitions) == 1, str(r)
     assert arch.opcode.name in r.partitions[0].ops
+    # the report's per-layer fast-path table names the op ESP-NN has no kernel for
+    rows = [f for f in r.fast_path if r.partitions[0].ops[f.op] == arch.opcode.name]
+    assert rows and all(not f.fast and f.why.startswith("engine C kernel") for f in rows), str(r)
     print(f"\n{arch.name}: {len(r.delegated_ops)} operators delegated, {len(r.cpu_ops)} on the CPU, "
           f"{len(r.partitions)} partition; {r.planned_bytes} bytes of ExecuTorch planned memory")
 
