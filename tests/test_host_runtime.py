@@ -22,6 +22,7 @@ from executorch_espnn import host
 from executorch_espnn.errors import HostBuildError, HostRuntimeError
 from executorch_espnn.host import build as host_build
 from executorch_espnn.payload import DType
+from executorch_espnn.payload.format import FORMAT_MAJOR, FORMAT_MINOR
 from executorch_espnn.pte import read_program
 from executorch_espnn.version import __version__, version_tuple
 from tests.host_helpers import (
@@ -89,7 +90,8 @@ def test_payload_version_check_names_both_sides(compat_driver: Path) -> None:
     code, msg = _compat(compat_driver, "payload", _header((1, 0), (0, 3, 1)))
     assert code == 3
     assert msg.startswith(
-        f"payload format 1.0 / producer 0.3.1, runtime reads format 2.0 from producer {major}.{minor}.x"
+        f"payload format 1.0 / producer 0.3.1, runtime reads format {FORMAT_MAJOR}.{FORMAT_MINOR} from producer "
+        f"{major}.{minor}.x"
     )
     code, msg = _compat(compat_driver, "payload", _header((2, 7), (major, minor, 0)))
     assert code == 3 and "payload format 2.7" in msg
@@ -108,7 +110,7 @@ def test_desc_version_check_names_both_sides(compat_driver: Path) -> None:
     assert "built by executorch-espnn 0.9.0 for ExecuTorch 1.6.0" in msg
     assert f"this runtime is executorch-espnn {__version__} with ExecuTorch 1.5.1" in msg
     code, msg = _compat(compat_driver, "desc", "1.5.1", __version__, "1", "0")
-    assert code == 0 and "(payload format 1.0)" in msg and "(payload format 2.0)" in msg
+    assert code == 0 and "(payload format 1.0)" in msg and f"(payload format {FORMAT_MAJOR}.{FORMAT_MINOR})" in msg
     # garbage in a hand-edited header is printed as ASCII, never raw
     code, msg = _compat(compat_driver, "desc", "v\x01\x7f", __version__, "2", "0")
     assert code == 0 and "for ExecuTorch v?? " in msg
