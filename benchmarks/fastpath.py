@@ -11,7 +11,10 @@ The conditions (DESIGN.md, "ESP-NN, as the engine must call it"):
 * depthwise: ``ch_mult == 1`` and channels % 8 == 0 (16 is best);
 * grouped or dilated convolutions never reach ESP-NN: the engine's generic kernel, as do
   depthwise convolutions whose padded input spans more than 32767 rows or columns (ESP-NN
-  indexes it with int16_t; espnn_component/engine/ops/depthwise_conv2d.c).
+  indexes it with int16_t; espnn_component/engine/ops/depthwise_conv2d.c);
+* PReLU, bilinear upsampling and transposed convolution have no ESP-NN kernel: the engine's
+  own C kernels, never fast (transposed conv counts every input element times its group's
+  filter taps; the other two count no MACs).
 
 Delegate inputs and constants count as aligned (ExecuTorch plans buffers and the payload
 places constants at multiples of 16); arena tensors by their planned offset.
@@ -28,7 +31,7 @@ from executorch_espnn.payload import Opcode, Payload, Storage
 class Layer:
     partition: int
     op: int
-    kind: str  # "conv", "depthwise", "fc"
+    kind: str  # "conv", "depthwise", "fc", "tconv", "prelu", "bilinear"
     macs: int
     fast: bool
 
@@ -36,6 +39,16 @@ class Layer:
 def classify(partition: int, p: Payload) -> list[Layer]:
     out: list[Layer] = []
     for i, op in enumerate(p.ops):
+        if op.opcode in (Opcode.PRELU, Opcode.UPSAMPLE_BILINEAR):
+            out.append(Layer(partition, i, "prelu" if op.opcode == Opcode.PRELU else "bilinear", 0, False))
+            continue
+        if op.opcode == Opcode.TRANSPOSE_CONV2D:
+            x_id, w_id = op.inputs[0], op.inputs[1]
+            assert x_id is not None and w_id is not None
+            n, h, w_, cin = p.tensors[x_id].dims
+            cout, kh, kw = p.tensors[w_id].dims[:3]
+            out.append(Layer(partition, i, "tconv", n * h * w_ * cin * kh * kw * (cout // op.params["groups"]), False))
+            continue
         if op.opcode not in (Opcode.CONV2D, Opcode.DEPTHWISE_CONV2D, Opcode.FULLY_CONNECTED):
             continue
         x_id, w_id = op.inputs[0], op.inputs[1]

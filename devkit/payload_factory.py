@@ -37,7 +37,7 @@ from executorch_espnn.payload import (
     TensorRec,
     encode,
 )
-from executorch_espnn.payload.format import AVG_DIVISOR_INCLUDE_PAD, AVG_DIVISOR_VALID
+from executorch_espnn.payload.format import AVG_DIVISOR_INCLUDE_PAD, AVG_DIVISOR_VALID, BILINEAR_ONE
 from executorch_espnn.planner import PlanBuffer, plan_arena
 from executorch_espnn.quant_math import add_params, quantize_multiplier, softmax_params
 
@@ -340,29 +340,34 @@ def fc_case(name: str, *, in_shape: tuple[int, ...], n_out: int, bias: bool = Tr
 
 
 def binary_case(name: str, opcode: Opcode, a_shape: tuple[int, ...], b_shape: tuple[int, ...],
-                *, act: str | None = None, seed: int = 0) -> Case:
-    """ADD or MUL of two int8 tensors (NHWC when rank 4), with broadcasting."""
+                *, act: str | None = None, subtract: bool = False, seed: int = 0) -> Case:
+    """ADD or MUL of two int8 tensors (NHWC when rank 4), with broadcasting; ``subtract``:
+    ADD computing ``a - b`` (the second operand's multiplier negated)."""
     gen = torch.Generator().manual_seed(seed)
     _, q_a, aq = _quant_input(gen, a_shape, scale=1.5)
     _, q_b, bq = _quant_input(gen, b_shape, scale=0.7, shift=0.2)
     a_dq, b_dq = dequantize_t(aq, q_a), dequantize_t(bq, q_b)
-    y = _apply_act(a_dq + b_dq if opcode == Opcode.ADD else a_dq * b_dq, act)
+    if opcode == Opcode.ADD:
+        y = a_dq - b_dq if subtract else a_dq + b_dq
+    else:
+        y = a_dq * b_dq
+    y = _apply_act(y, act)
     q_out = QParams.of(y)
     lo, hi = act_range(q_out, act)
     b = PayloadBuilder()
     ta = b.input(DType.INT8, a_shape, q_a)
     tb = b.input(DType.INT8, b_shape, q_b)
     out = b.output(DType.INT8, tuple(y.shape), q_out)
-    b.op(opcode, [ta, tb], out, **binary_params(opcode, q_a, q_b, q_out, lo, hi))
+    b.op(opcode, [ta, tb], out, **binary_params(opcode, q_a, q_b, q_out, lo, hi, subtract))
     return _int8_case(name, b, [aq.numpy(), bq.numpy()], [quantize_t(y, q_out, lo, hi).numpy()], 1)
 
 
 def binary_params(opcode: Opcode, q_a: QParams, q_b: QParams, q_out: QParams,
-                  lo: int = -128, hi: int = 127) -> dict[str, int]:
+                  lo: int = -128, hi: int = 127, subtract: bool = False) -> dict[str, int]:
     common = dict(a_offset=-q_a.zero_point, b_offset=-q_b.zero_point,
                   out_offset=q_out.zero_point, act_min=lo, act_max=hi)
     if opcode == Opcode.ADD:
-        return {**common, **add_params(q_a.scale, q_b.scale, q_out.scale)}
+        return {**common, **add_params(q_a.scale, -q_b.scale if subtract else q_b.scale, q_out.scale)}
     m, s = quantize_multiplier(q_a.scale * q_b.scale / q_out.scale)
     return {**common, "out_mult": m, "out_shift": s}
 
@@ -603,6 +608,100 @@ def upsample_case(name: str, *, n: int = 1, c: int, h: int, w: int, size: tuple[
     b.op(Opcode.UPSAMPLE_NEAREST,
          [x_t, b.const(nearest_map(h, size[0])), b.const(nearest_map(w, size[1]))], out)
     return _int8_case(name, b, [nhwc(x)], [nhwc(quantize_t(y, q))], 0)
+
+
+# --------------------------------------------------------------------------- format 2.1 ops
+
+
+def prelu_case(name: str, *, shape: tuple[int, ...], slopes: int, per_slope_scale: bool = False,
+               seed: int = 0) -> Case:
+    """PRELU on a logical NC... tensor (NHWC when 4-D), one slope or one per channel (dim 1);
+    the slope int8 symmetric per tensor, as the quantizer makes it, or with a scale per slope
+    (``per_slope_scale``: a multiplier of its own per channel)."""
+    gen = torch.Generator().manual_seed(seed)
+    _, q_in, xq = _quant_input(gen, shape, scale=1.2, shift=-0.3)
+    alpha = torch.rand(slopes, generator=gen) * 0.6 - 0.1  # mostly positive, some negative
+    amax = alpha.abs() if per_slope_scale else alpha.abs().max().expand(slopes)
+    s_a = (amax.clamp(min=1e-6) / 127.0).to(torch.float32)
+    aq = torch.clamp(torch.round(alpha / s_a), -127, 127).to(torch.int8)
+    y = F.prelu(dequantize_t(xq, q_in), aq.to(torch.float32) * s_a)
+    q_out = QParams.of(y)
+    perm = (0, *range(2, len(shape)), 1)  # the channels last
+    phys = tuple(shape[p] for p in perm)
+    pos_m, pos_s = quantize_multiplier(q_in.scale / q_out.scale)
+    neg_m, neg_s = _requant_consts([q_in.scale * float(sa) / q_out.scale for sa in s_a])
+    b = PayloadBuilder()
+    x_t = b.input(DType.INT8, phys, q_in)
+    out = b.output(DType.INT8, phys, q_out)
+    b.op(Opcode.PRELU, [x_t, b.const(aq.numpy()), b.const(neg_m), b.const(neg_s)], out,
+         in_offset=-q_in.zero_point, alpha_offset=0, out_offset=q_out.zero_point,
+         pos_mult=pos_m, pos_shift=pos_s)
+    expected = quantize_t(y, q_out).permute(*perm).contiguous().numpy()
+    return _int8_case(name, b, [xq.permute(*perm).contiguous().numpy()], [expected], 1)
+
+
+def bilinear_table(n_in: int, n_out: int, align_corners: bool) -> tuple[Array, Array]:
+    """PyTorch's bilinear source coordinates (``area_pixel_compute_source_index`` for an
+    output size without scale factor), as (lower index, weight of the next in 2^-11 units)."""
+    i = np.arange(n_out, dtype=np.float64)
+    if align_corners:
+        src = i * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
+    else:
+        src = np.maximum((i + 0.5) * (n_in / n_out) - 0.5, 0.0)
+    idx = np.minimum(np.floor(src), n_in - 1)
+    frac = np.where(idx >= n_in - 1, 0, np.rint((src - idx) * BILINEAR_ONE))
+    return idx.astype(np.int32), frac.astype(np.int32)
+
+
+def bilinear_case(name: str, *, n: int = 1, c: int, h: int, w: int, size: tuple[int, int],
+                  align_corners: bool, seed: int = 0) -> Case:
+    gen = torch.Generator().manual_seed(seed)
+    x = _i8(gen, n, c, h, w)
+    q = QParams(0.04, -3)
+    y = F.interpolate(dequantize_t(x, q), size=size, mode="bilinear", align_corners=align_corners)
+    b = PayloadBuilder()
+    x_t = b.input(DType.INT8, (n, h, w, c), q)
+    out = b.output(DType.INT8, (n, size[0], size[1], c), q)
+    yi, yf = bilinear_table(h, size[0], align_corners)
+    xi, xf = bilinear_table(w, size[1], align_corners)
+    b.op(Opcode.UPSAMPLE_BILINEAR, [x_t, b.const(yi), b.const(yf), b.const(xi), b.const(xf)], out)
+    return _int8_case(name, b, [nhwc(x)], [nhwc(quantize_t(y, q))], 1)
+
+
+def transpose_conv_case(
+    name: str, *, n: int = 1, cin: int, h: int, w: int, cout: int, k: tuple[int, int],
+    stride: tuple[int, int] = (1, 1), pad: tuple[int, int] = (0, 0), out_pad: tuple[int, int] = (0, 0),
+    dilation: tuple[int, int] = (1, 1), groups: int = 1, bias: bool = True, act: str | None = None,
+    seed: int = 0,
+) -> Case:
+    """TRANSPOSE_CONV2D against F.conv_transpose2d; weights per output channel."""
+    gen = torch.Generator().manual_seed(seed)
+    _, q_in, xq = _quant_input(gen, (n, cin, h, w), shift=0.2)
+    cin_g, cout_g = cin // groups, cout // groups
+    # quantize per output channel in the payload's [Cout, KH, KW, Cin/g] layout
+    filt_f = _rand(gen, cout, k[0], k[1], cin_g, scale=0.5)
+    fq, s_w = quantize_weights(filt_f)
+    # PyTorch's [Cin, Cout/g, KH, KW]: input channel g*cin_g + i, column j <- filter[g*cout_g + j, :, :, i]
+    w_dq = (fq.to(torch.float32) * s_w.reshape(-1, 1, 1, 1)).reshape(groups, cout_g, k[0], k[1], cin_g)
+    w_dq = w_dq.permute(0, 4, 1, 2, 3).reshape(cin, cout_g, k[0], k[1])
+    s_in = q_in.scale
+    bq = torch.round(_rand(gen, cout, scale=0.3) / (s_in * s_w)).to(torch.int32) if bias else None
+    b_dq = None if bq is None else bq.to(torch.float32) * (s_in * s_w)
+    y = F.conv_transpose2d(dequantize_t(xq, q_in), w_dq, b_dq, stride, pad, out_pad, groups, dilation)
+    y = _apply_act(y, act)
+    q_out = QParams.of(y)
+    lo, hi = act_range(q_out, act)
+    b = PayloadBuilder()
+    x_t = b.input(DType.INT8, (n, h, w, cin), q_in)
+    out_t = b.output(DType.INT8, (n, y.shape[2], y.shape[3], cout), q_out)
+    mult, shift = _requant_consts([s_in * float(s) / q_out.scale for s in s_w])
+    b.op(Opcode.TRANSPOSE_CONV2D,
+         [x_t, b.const(fq.numpy()), None if bq is None else b.const(bq.numpy()), b.const(mult), b.const(shift)],
+         out_t, stride_h=stride[0], stride_w=stride[1], pad_top=pad[0], pad_left=pad[1],
+         pad_bottom=pad[0], pad_right=pad[1], dilation_h=dilation[0], dilation_w=dilation[1],
+         out_pad_h=out_pad[0], out_pad_w=out_pad[1], groups=groups, in_offset=-q_in.zero_point,
+         out_offset=q_out.zero_point, act_min=lo, act_max=hi)
+    return _int8_case(name, b, [nhwc(xq)], [nhwc(quantize_t(y, q_out, lo, hi))], 1)
 
 
 # --------------------------------------------------------------------------- multi-op payloads
@@ -935,6 +1034,25 @@ def all_cases(seed: int = 0) -> list[Case]:
         pad_case("pad_value", (2, 3), (1, 0), (0, 3), real_value=0.5, seed=s),
         upsample_case("upsample_x2", c=3, h=4, w=5, size=(8, 10), seed=s),
         upsample_case("upsample_odd", c=2, h=5, w=3, size=(7, 8), seed=s),
+        # format 2.1: subtraction (ADD, negated multiplier), PReLU, bilinear, transposed conv
+        binary_case("sub_same", Opcode.ADD, (1, 4, 5, 8), (1, 4, 5, 8), subtract=True, seed=s + 6),
+        binary_case("sub_broadcast_relu", Opcode.ADD, (2, 3, 5), (1, 3, 1), subtract=True, act="relu",
+                    seed=s + 7),
+        prelu_case("prelu_per_channel", shape=(2, 6, 5, 4), slopes=6, per_slope_scale=True, seed=s),
+        prelu_case("prelu_single", shape=(1, 3, 7, 5), slopes=1, seed=s + 1),
+        prelu_case("prelu_rank2", shape=(4, 17), slopes=17, seed=s + 2),
+        prelu_case("prelu_rank3", shape=(2, 5, 9), slopes=5, per_slope_scale=True, seed=s + 3),
+        bilinear_case("bilinear_x2", c=3, h=4, w=5, size=(8, 10), align_corners=False, seed=s),
+        bilinear_case("bilinear_x2_corners", c=2, h=5, w=4, size=(10, 8), align_corners=True, seed=s + 1),
+        bilinear_case("bilinear_odd", n=2, c=5, h=5, w=3, size=(7, 11), align_corners=False, seed=s + 2),
+        bilinear_case("bilinear_down_corners", c=4, h=9, w=8, size=(4, 3), align_corners=True, seed=s + 3),
+        transpose_conv_case("tconv_3x3", cin=3, h=6, w=5, cout=6, k=(3, 3), seed=s),
+        transpose_conv_case("tconv_s2_p1_op1", cin=4, h=5, w=6, cout=5, k=(3, 3), stride=(2, 2), pad=(1, 1),
+                            out_pad=(1, 1), act="relu", seed=s + 1),
+        transpose_conv_case("tconv_dilated_groups", n=2, cin=6, h=4, w=5, cout=9, k=(3, 2), stride=(1, 2),
+                            dilation=(2, 1), groups=3, out_pad=(1, 1), bias=False, seed=s + 2),
+        transpose_conv_case("tconv_depthwise_s3", cin=4, h=3, w=4, cout=4, k=(4, 4), stride=(3, 3), pad=(2, 1),
+                            groups=4, seed=s + 3),
         # multi-op payloads: in place, aliasing, float boundary
         inplace_add_case("inplace_add", seed=s),
         inplace_lut_reshape_fc_case("inplace_lut_reshape_fc", seed=s),

@@ -75,11 +75,24 @@ def requant(x: I64 | int, mult: I64 | int, shift: I64 | int) -> I64:
     return rdbp(srdhm(x, mult), -shift)
 
 
+def requant_ls(x: I64 | int, mult: I64 | int, shift: I64 | int) -> I64:
+    """TFLite's MultiplyByQuantizedMultiplier: a positive shift multiplies ``x`` by 2^shift
+    before the doubling high multiply, a negative one is the rounding right shift (PRELU)."""
+    shift = np.asarray(shift, dtype=np.int64)
+    left = np.maximum(shift, 0)
+    return rdbp(srdhm(np.asarray(x, dtype=np.int64) << left, mult), np.maximum(-shift, 0))
+
+
 def add_params(s_a: float, s_b: float, s_out: float, left_shift: int = 20) -> dict[str, int]:
-    """TFLite/ESP-NN int8 ADD parameters (offsets and activation range not included)."""
-    twice_max = 2.0 * max(s_a, s_b)
+    """TFLite/ESP-NN int8 ADD parameters (offsets and activation range not included).
+
+    A negative ``s_b`` subtracts the second operand: its multiplier is the negated multiplier
+    of ``|s_b|`` (the shift is the same)."""
+    twice_max = 2.0 * max(s_a, abs(s_b))
     a_mult, a_shift = quantize_multiplier(s_a / twice_max)
-    b_mult, b_shift = quantize_multiplier(s_b / twice_max)
+    b_mult, b_shift = quantize_multiplier(abs(s_b) / twice_max)
+    if s_b < 0:
+        b_mult = -b_mult
     o_mult, o_shift = quantize_multiplier(twice_max / ((1 << left_shift) * s_out))
     return {
         "a_mult": a_mult, "a_shift": a_shift, "b_mult": b_mult, "b_shift": b_shift,

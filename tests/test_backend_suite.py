@@ -188,6 +188,10 @@ SELECTION: dict[tuple[str, str], str] = {
     ("test_conv2d.py", "test_conv2d_no_bias"): "delegated",
     ("test_conv2d.py", "test_conv2d_different_spatial_dims"): "delegated",
     ("test_conv1d.py", "test_conv1d_basic"): "delegated",  # the conv2d of the [N, C, 1, L] view
+    # transposed conv (format 2.1, the engine's own kernel)
+    ("test_convtranspose2d.py", "test_convtranspose2d_output_padding"): "delegated",
+    ("test_convtranspose2d.py", "test_convtranspose2d_groups"): "delegated",
+    ("test_convtranspose1d.py", "test_convtranspose1d_stride"): "delegated",
     # fully connected
     ("test_linear.py", "test_linear_unbatched"): "delegated",
     ("test_linear.py", "test_linear_feature_sizes"): "partial",  # a bias beyond 2^24 accumulator units
@@ -195,6 +199,8 @@ SELECTION: dict[tuple[str, str], str] = {
     ("test_add.py", "test_add_f32_bcast_first"): "delegated",
     ("test_add.py", "test_add_f32_bcast_second"): "delegated",
     ("test_add.py", "test_add_f32_alpha"): "delegated",
+    ("test_sub.py", "test_subtract_f32_bcast_first"): "delegated",  # ADD with a negated multiplier
+    ("test_sub.py", "test_subtract_f32_alpha"): "delegated",
     ("test_mul.py", "test_multiply_f32_bcast_first"): "delegated",
     ("test_mul.py", "test_multiply_f32_bcast_second"): "delegated",
     # pooling
@@ -219,6 +225,8 @@ SELECTION: dict[tuple[str, str], str] = {
     ("test_squeeze.py", "test_squeeze_specific_dimension"): "delegated",
     ("test_unsqueeze.py", "test_unsqueeze_positions"): "delegated",
     ("test_upsample_nearest2d.py", "test_upsample_nearest2d_scale_factors"): "delegated",
+    ("test_upsample_bilinear2d.py", "test_upsample_bilinear2d_scale_factors"): "delegated",
+    ("test_upsample_bilinear2d.py", "test_upsample_bilinear2d_sizes"): "delegated",
     # clamp-like and lookup-table activations
     ("test_relu.py", "test_relu_f32_multi_dim"): "delegated",
     ("test_hardtanh.py", "test_hardtanh_f32_custom_range"): "delegated",
@@ -231,9 +239,9 @@ SELECTION: dict[tuple[str, str], str] = {
     ("test_silu.py", "test_silu_f32_boundary_values"): "delegated",
     ("test_gelu.py", "test_gelu_f32_tanh_approximation"): "delegated",
     ("test_leaky_relu.py", "test_leaky_relu_f32_custom_slope"): "delegated",
+    ("test_prelu.py", "test_prelu_f32_per_channel_parameter"): "delegated",
     # operators we do not delegate: the CPU runs them and must still match
     ("test_abs.py", "test_abs_dtype"): "fallback",
-    ("test_sub.py", "test_subtract_f32_bcast_first"): "fallback",
     ("test_maxpool3d.py", "test_maxpool3d_stride"): "skipped",  # no portable kernel for the CPU part
 }
 

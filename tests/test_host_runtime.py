@@ -22,6 +22,7 @@ from executorch_espnn import host
 from executorch_espnn.errors import HostBuildError, HostRuntimeError
 from executorch_espnn.host import build as host_build
 from executorch_espnn.payload import DType
+from executorch_espnn.payload.format import FORMAT_MAJOR, FORMAT_MINOR
 from executorch_espnn.pte import read_program
 from executorch_espnn.version import __version__, version_tuple
 from tests.host_helpers import (
@@ -89,7 +90,8 @@ def test_payload_version_check_names_both_sides(compat_driver: Path) -> None:
     code, msg = _compat(compat_driver, "payload", _header((1, 0), (0, 3, 1)))
     assert code == 3
     assert msg.startswith(
-        f"payload format 1.0 / producer 0.3.1, runtime reads format 2.0 from producer {major}.{minor}.x"
+        f"payload format 1.0 / producer 0.3.1, runtime reads format {FORMAT_MAJOR}.{FORMAT_MINOR} from producer "
+        f"{major}.{minor}.x"
     )
     code, msg = _compat(compat_driver, "payload", _header((2, 7), (major, minor, 0)))
     assert code == 3 and "payload format 2.7" in msg
@@ -108,7 +110,7 @@ def test_desc_version_check_names_both_sides(compat_driver: Path) -> None:
     assert "built by executorch-espnn 0.9.0 for ExecuTorch 1.6.0" in msg
     assert f"this runtime is executorch-espnn {__version__} with ExecuTorch 1.5.1" in msg
     code, msg = _compat(compat_driver, "desc", "1.5.1", __version__, "1", "0")
-    assert code == 0 and "(payload format 1.0)" in msg and "(payload format 2.0)" in msg
+    assert code == 0 and "(payload format 1.0)" in msg and f"(payload format {FORMAT_MAJOR}.{FORMAT_MINOR})" in msg
     # garbage in a hand-edited header is printed as ASCII, never raw
     code, msg = _compat(compat_driver, "desc", "v\x01\x7f", __version__, "2", "0")
     assert code == 0 and "for ExecuTorch v?? " in msg
@@ -619,6 +621,15 @@ def _op_cases() -> dict[str, tuple[object, tuple[tuple[int, ...], ...]]]:
         "avgpool1d_pad": (nn.AvgPool1d(3, stride=2, padding=1), ((2, 6, 19),)),
         "split_channels": (Fn(lambda x: torch.split(x, [2, 1, 3], 1)), img),  # three delegate outputs
         "chunk_last_dim_add": (Fn(lambda x: torch.add(*torch.chunk(x, 2, -1))), ((2, 6, 18),)),
+        # format 2.1: sub (ADD, negated multiplier), PReLU, bilinear, transposed convolutions
+        "sub_broadcast": (Fn(lambda x: x - x.mean((2, 3), keepdim=True)), img),
+        "prelu_per_channel": (nn.Sequential(nn.Conv2d(6, 8, 3), nn.PReLU(8)), img),
+        "bilinear_x2": (nn.Upsample(scale_factor=2, mode="bilinear"), img),
+        "bilinear_size_corners": (Fn(lambda x: F.interpolate(x, size=(17, 5), mode="bilinear", align_corners=True)),
+                                  img),
+        "conv_transpose_s2_groups": (nn.ConvTranspose2d(6, 10, 3, stride=2, padding=1, output_padding=1, groups=2),
+                                     img),
+        "conv_transpose1d": (nn.ConvTranspose1d(6, 4, 5, stride=3, padding=1), ((2, 6, 19),)),
     }
 
 

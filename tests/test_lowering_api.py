@@ -20,7 +20,12 @@ from executorch_espnn.lowering import TARGETS, LoweredModel, StageTimings, check
 from executorch_espnn.payload import Opcode, decode
 from executorch_espnn.payload.state import state_bytes
 from executorch_espnn.pte import delegate_payloads
-from executorch_espnn.report import UNCALIBRATED_WARNING, LoweringReport, build_report
+from executorch_espnn.report import (
+    ENGINE_KERNEL_OPS,
+    UNCALIBRATED_WARNING,
+    LoweringReport,
+    build_report,
+)
 
 
 class _Branchy(torch.nn.Module):
@@ -111,9 +116,10 @@ def check_report_against_payloads(lm: LoweredModel) -> None:
     assert rep.pte_bytes == len(lm.pte)
     assert {e.partition for e in rep.delegated_ops} == set(range(len(payloads)))
     assert all(e.reason for e in rep.cpu_ops)
-    # the fast-path table lists exactly the payloads' conv/depthwise/FC ops
+    # the fast-path table lists exactly the payloads' conv/depthwise/FC ops and those ESP-NN has no kernel for
     heavy = {(i, k) for i, p in enumerate(payloads) for k, op in enumerate(p.ops)
-             if op.opcode in (Opcode.CONV2D, Opcode.DEPTHWISE_CONV2D, Opcode.FULLY_CONNECTED)}
+             if op.opcode in (Opcode.CONV2D, Opcode.DEPTHWISE_CONV2D, Opcode.FULLY_CONNECTED)
+             or op.opcode in ENGINE_KERNEL_OPS}
     assert {(f.partition, f.op) for f in rep.fast_path} == heavy
 
 

@@ -150,6 +150,101 @@ ELEMENTWISE_CASES = [
     Case("add_alpha_broadcast", f(lambda m, x, y: torch.add(x, y, alpha=0.25)), ((2, 3, 6), (6,)),
          [Q, Q, "RESHAPE", "ADD", DQ]),
     Case("mul_scalar_lut", f(lambda m, x: x * -1.5), ((1, 3, 4, 4),), [Q, "LUT", DQ]),
+    # a negative alpha subtracts: the second operand's multiplier is negative
+    Case("add_negative_alpha", f(lambda m, x, y: torch.add(x, y, alpha=-0.5)), ((1, 3, 4, 5), (1, 3, 4, 5)),
+         [Q, Q, "ADD", DQ]),
+]
+
+# sub: ADD with the second operand's multiplier negated; with a number, a LUT
+SUB_CASES = [
+    Case("sub", f(lambda m, x, y: x - y), ((1, 4, 5, 6), (1, 4, 5, 6)), [Q, Q, "ADD", DQ]),
+    Case("sub_relu_fused", f(lambda m, x, y: F.relu(x - y)), ((1, 4, 5, 6), (1, 4, 5, 6)), [Q, Q, "ADD", DQ]),
+    Case("sub_broadcast_first", f(lambda m, x, y: x - y), ((5,), (1, 5, 1, 5)), [Q, "RESHAPE", Q, "ADD", DQ]),
+    Case("sub_broadcast_second", f(lambda m, x, y: x - y), ((4, 4, 2, 7), (2, 7)), [Q, Q, "RESHAPE", "ADD", DQ]),
+    Case("sub_alpha", f(lambda m, x, y: torch.sub(x, y, alpha=2)), ((1, 25), (1, 25)), [Q, Q, "ADD", DQ]),
+    Case("sub_constant_operand", f(lambda m, x: x - m[0].c, lambda: WithConstant((1, 6, 8))), ((1, 6, 8),),
+         [Q, "ADD", DQ]),
+    Case("sub_scalar_lut", f(lambda m, x: x - 0.75), ((1, 3, 4, 4),), [Q, "LUT", DQ]),
+    Case("rsub_scalar_lut", f(lambda m, x: 1.5 - x), ((1, 3, 4, 4),), [Q, "LUT", DQ]),
+    Case("rsub_alpha_lut", f(lambda m, x: torch.rsub(x, 2.0, alpha=3)), ((2, 9),), [Q, "LUT", DQ]),
+]
+
+# PReLU: one slope, or one per channel (dim 1, the payload's last physical dim)
+PRELU_CASES = [
+    Case("prelu_per_channel_4d", lambda: nn.PReLU(3), ((2, 3, 4, 5),), [Q, "PRELU", DQ], {"alpha_offset": 0}),
+    Case("prelu_single_4d", nn.PReLU, ((2, 3, 4, 5),), [Q, "PRELU", DQ]),
+    Case("prelu_custom_init_3d", lambda: nn.PReLU(init=0.1), ((3, 4, 5),), [Q, "PRELU", DQ]),
+    # [N, C, L] is quantized straight into [N, L, C] and dequantized back: no TRANSPOSE
+    Case("prelu_per_channel_3d", lambda: nn.PReLU(4), ((3, 4, 5),), [Q, "PRELU", DQ]),
+    Case("prelu_per_channel_2d", lambda: nn.PReLU(10), ((2, 10),), [Q, "PRELU", DQ]),
+    Case("prelu_1d", nn.PReLU, ((20,),), [Q, "PRELU", DQ]),
+    # after a convolution the per-channel slopes read its NHWC result in place
+    Case("conv_prelu", seq(conv(3, 8, 3, padding=1), lambda: nn.PReLU(8)), ((1, 3, 6, 6),),
+         [Q, "CONV2D", "PRELU", DQ]),
+    Case("linear_prelu", seq(lambda: nn.Linear(12, 6), lambda: nn.PReLU(6)), ((3, 12),),
+         [Q, "FULLY_CONNECTED", "PRELU", DQ]),
+]
+
+
+def bilinear(**kw: Any) -> Callable[[], nn.Module]:
+    return f(lambda m, x: F.interpolate(x, mode="bilinear", **kw))
+
+
+BILINEAR_CASES = [
+    Case("bilinear_x2", bilinear(scale_factor=2, align_corners=False), ((1, 3, 5, 6),), [Q, "UPSAMPLE_BILINEAR", DQ]),
+    Case("bilinear_x2_corners", bilinear(scale_factor=2, align_corners=True), ((1, 3, 5, 6),),
+         [Q, "UPSAMPLE_BILINEAR", DQ]),
+    Case("bilinear_x3", bilinear(scale_factor=3, align_corners=False), ((2, 2, 4, 3),), [Q, "UPSAMPLE_BILINEAR", DQ]),
+    Case("bilinear_scale_1_5", bilinear(scale_factor=1.5, align_corners=False), ((1, 2, 5, 7),),
+         [Q, "UPSAMPLE_BILINEAR", DQ]),
+    Case("bilinear_scales_2_1_5_corners", bilinear(scale_factor=(2.0, 1.5), align_corners=True), ((1, 2, 5, 6),),
+         [Q, "UPSAMPLE_BILINEAR", DQ]),
+    Case("bilinear_size", bilinear(size=(13, 7), align_corners=False), ((2, 3, 5, 6),), [Q, "UPSAMPLE_BILINEAR", DQ]),
+    Case("bilinear_size_corners", bilinear(size=(20, 10), align_corners=True), ((1, 2, 5, 5),),
+         [Q, "UPSAMPLE_BILINEAR", DQ]),
+    Case("bilinear_down", bilinear(size=(3, 4), align_corners=False), ((1, 2, 8, 9),), [Q, "UPSAMPLE_BILINEAR", DQ]),
+    Case("bilinear_same_size", bilinear(size=(5, 6), align_corners=False), ((1, 2, 5, 6),),
+         [Q, "UPSAMPLE_BILINEAR", DQ]),
+    # after a convolution it reads the NHWC result
+    Case("conv_bilinear", f(lambda m, x: F.interpolate(m[0](x), scale_factor=2, mode="bilinear"), conv(3, 4, 1)),
+         ((1, 3, 4, 4),), [Q, "CONV2D", "UPSAMPLE_BILINEAR", DQ]),
+]
+
+
+def tconv(*a: Any, **k: Any) -> Callable[[], nn.Module]:
+    return lambda: nn.ConvTranspose2d(*a, **k)
+
+
+TCONV = [Q, "TRANSPOSE_CONV2D", DQ]
+TCONV_CASES = [
+    Case("tconv_basic", tconv(3, 6, 3), ((2, 3, 8, 8),), TCONV, {"groups": 1, "out_pad_h": 0}),
+    Case("tconv_k1", tconv(3, 6, 1), ((1, 3, 5, 5),), TCONV),
+    Case("tconv_rect_k", tconv(3, 6, (3, 5)), ((1, 3, 6, 5),), TCONV),
+    Case("tconv_s2_p1_op1", tconv(4, 5, 3, stride=2, padding=1, output_padding=1), ((1, 4, 6, 7),), TCONV,
+         {"stride_h": 2, "pad_top": 1, "out_pad_h": 1, "out_pad_w": 1}),
+    Case("tconv_stride_2_1_pad_1_2", tconv(3, 6, 3, stride=(2, 1), padding=(1, 2)), ((1, 3, 6, 6),), TCONV),
+    Case("tconv_op_1_0", tconv(3, 6, 3, stride=2, output_padding=(1, 0)), ((1, 3, 5, 5),), TCONV,
+         {"out_pad_h": 1, "out_pad_w": 0}),
+    Case("tconv_dilated", tconv(3, 6, 3, dilation=(2, 1)), ((1, 3, 6, 6),), TCONV, {"dilation_h": 2}),
+    Case("tconv_op_below_dilation", tconv(3, 4, 3, dilation=2, output_padding=1), ((1, 3, 5, 5),), TCONV),
+    Case("tconv_groups3", tconv(6, 6, 3, groups=3, stride=2), ((1, 6, 5, 5),), TCONV, {"groups": 3}),
+    Case("tconv_groups2_mult", tconv(4, 6, (3, 2), groups=2, stride=(2, 3), padding=(1, 0), output_padding=(1, 2)),
+         ((1, 4, 5, 5),), TCONV, {"groups": 2}),
+    Case("tconv_depthwise_nobias", tconv(8, 8, 3, groups=8, padding=1, bias=False), ((1, 8, 5, 5),), TCONV),
+    Case("tconv_bn_relu_folded", seq(tconv(4, 6, 2, stride=2), lambda: nn.BatchNorm2d(6), nn.ReLU), ((1, 4, 4, 4),),
+         TCONV),
+    Case("conv_tconv_chain", seq(conv(3, 8, 3, stride=2, padding=1), nn.ReLU, tconv(8, 4, 4, stride=2, padding=1)),
+         ((1, 3, 8, 8),), [Q, "CONV2D", "TRANSPOSE_CONV2D", DQ]),
+    # conv_transpose1d: the 2-D one of the [N, C, 1, L] view
+    Case("tconv1d", lambda: nn.ConvTranspose1d(3, 5, 4, stride=2, padding=1), ((2, 3, 9),),
+         [Q, "RESHAPE", "TRANSPOSE_CONV2D", "RESHAPE", DQ], {"stride_h": 1, "stride_w": 2, "pad_top": 0,
+                                                             "pad_left": 1}, "TRANSPOSE_CONV2D"),
+    Case("tconv1d_groups_op_dilation", lambda: nn.ConvTranspose1d(4, 6, 3, stride=3, output_padding=2, groups=2,
+                                                                  dilation=2),
+         ((1, 4, 7),), [Q, "RESHAPE", "TRANSPOSE_CONV2D", "RESHAPE", DQ], {"out_pad_w": 2, "dilation_w": 2},
+         "TRANSPOSE_CONV2D"),
+    Case("conv1d_tconv1d_chain", seq(conv1d(3, 6, 3, stride=2), nn.ReLU, lambda: nn.ConvTranspose1d(6, 3, 3, stride=2)),
+         ((1, 3, 17),), [Q, "RESHAPE", "CONV2D", "TRANSPOSE_CONV2D", "RESHAPE", DQ]),
 ]
 
 POOL_CASES = [
@@ -280,7 +375,8 @@ MOVEMENT_CASES = [
          [Q, "UPSAMPLE_NEAREST", DQ]),
 ]
 
-ALL = CONV_CASES + CONV1D_CASES + LINEAR_CASES + ELEMENTWISE_CASES + POOL_CASES + SOFTMAX_CASES + LUT_CASES + MOVEMENT_CASES
+ALL = (CONV_CASES + CONV1D_CASES + LINEAR_CASES + ELEMENTWISE_CASES + SUB_CASES + POOL_CASES + SOFTMAX_CASES
+       + LUT_CASES + PRELU_CASES + MOVEMENT_CASES + BILINEAR_CASES + TCONV_CASES)
 
 
 def _lower_case(case: Case) -> Lowered:
@@ -432,11 +528,17 @@ def test_mean_with_its_own_output_scale_uses_mean_hw() -> None:
         (lambda: nn.ELU(), (1, 3, 4, 5), "aten.elu.default", "no ESP-NN lowering"),
         (lambda: nn.AdaptiveAvgPool2d(3), (1, 3, 10, 10), "aten._adaptive_avg_pool2d.default",
          "output sizes that divide the input"),
-        (f(lambda m, x: torch.add(x, x.flip(-1), alpha=-1)), (1, 3, 4, 5), "aten.add.Tensor",
-         "only a positive number"),
+        (f(lambda m, x: torch.sub(x, x.flip(-1), alpha=0)), (1, 3, 4, 5), "aten.sub.Tensor",
+         "only a non-zero finite number"),
+        (lambda: nn.ConvTranspose3d(2, 3, 3), (1, 2, 4, 4, 4), "aten.convolution.default",
+         "the quantizer left it in float"),
+        (lambda: nn.ConvTranspose2d(256, 1, 16), (1, 256, 2, 2), "aten.convolution.default",
+         "accumulation allows 65535"),
+        (f(lambda m, x: F.interpolate(x, scale_factor=0.5, mode="bilinear", antialias=True)), (1, 3, 8, 8),
+         "aten._upsample_bilinear2d_aa.default", "no ESP-NN lowering"),
     ],
     ids=["maxpool_dilation", "avgpool_divisor_override", "maxpool1d_dilation", "softmax_dim2", "elu", "adaptive_avgpool_uneven",
-         "add_negative_alpha"],
+         "sub_zero_alpha", "tconv3d", "tconv_reduction_too_long", "bilinear_antialias"],
 )
 def test_unsupported_variants_stay_on_cpu_with_reason(
     make: Callable[[], nn.Module], shape: tuple[int, ...], op: str, reason: str
@@ -602,3 +704,104 @@ def test_split_pieces_must_each_be_quantized_once(reader: str, reason: str) -> N
     with pytest.raises(Unsupported) as err:
         match_unit(split, low, ctx)
     assert err.value.reason == reason
+
+
+# ------------------------------------------------------------- sub, PReLU, bilinear, transposed conv
+
+
+def test_sub_is_add_with_the_second_multiplier_negated() -> None:
+    torch.manual_seed(0)
+    ex = (torch.randn(1, 4, 5, 6), torch.randn(1, 4, 5, 6))
+    adds = [lower(Fn(fn).eval(), ex, calib=[ex]).decoded().ops[2] for fn in
+            (lambda m, x, y: x + y, lambda m, x, y: x - y)]
+    assert [op.opcode for op in adds] == [Opcode.ADD, Opcode.ADD]
+    plus, minus = (op.params for op in adds)
+    assert plus["a_mult"] > 0 and plus["b_mult"] > 0
+    assert minus["a_mult"] > 0 > minus["b_mult"]
+    # same operands, same shifts: only the sign of b's multiplier differs (the output
+    # ranges, hence out_mult, differ between the two models)
+    assert (minus["a_mult"], -minus["b_mult"], minus["b_shift"]) == (plus["a_mult"], plus["b_mult"], plus["b_shift"])
+
+
+def test_prelu_slope_is_the_quantized_int8_one() -> None:
+    torch.manual_seed(0)
+    m = nn.PReLU(5).eval()
+    with torch.no_grad():
+        m.weight.copy_(torch.tensor([0.25, -0.1, 0.0, 0.6, 1.3]))  # a slope above 1 too
+    ex = (torch.randn(2, 5, 4, 4) * 2,)
+    low = lower(m, ex)
+    check_numerics(low)
+    (op,) = [o for o in low.decoded().ops if o.opcode == Opcode.PRELU]
+    p = low.decoded()
+    alpha = np.frombuffer(p.constants[p.tensors[op.inputs[1]].offset:][:5], dtype=np.int8)
+    dq = next(n for n in low.converted.graph.nodes
+              if n.op == "call_function" and "dequantize_per_tensor" in str(n.target)
+              and isinstance(n.args[0], torch.fx.Node) and n.args[0].op == "get_attr")
+    slope_q = getattr(low.converted, dq.args[0].target).numpy()
+    assert alpha.tolist() == slope_q.tolist()  # the int8 slope of the convert_pt2e model
+    assert dq.args[2] == 0 and abs(int(alpha.astype(int).__abs__().max())) == 127  # symmetric, full range
+    assert op.params["alpha_offset"] == 0
+
+
+def test_prelu_positive_side_multiplier_above_1_is_a_left_shift() -> None:
+    """With slopes below 1 the output range is narrower than the input's: s_in / s_out > 1,
+    which PRELU takes as TFLite does (mult in [2^30, 2^31), a positive shift)."""
+    torch.manual_seed(0)
+    low = lower(nn.PReLU(3).eval(), (torch.randn(2, 3, 4, 4) * 2,))
+    check_numerics(low)
+    (op,) = [o for o in low.decoded().ops if o.opcode == Opcode.PRELU]
+    (s_in, _), (s_out, _) = low.input_qparams()[0], low.output_qparams()[0]
+    assert s_in / s_out > 1
+    assert op.params["pos_shift"] >= 1 and 1 << 30 <= op.params["pos_mult"] < 1 << 31
+
+
+def test_bilinear_tables_follow_pytorch_scale_factor_rule() -> None:
+    """With a scale factor, PyTorch maps output to input coordinates with 1/scale, not with
+    in/out (here 5 * 1.5 = 7.5 -> 7 rows: 1/1.5 != 5/7); the tables come from its operator."""
+    from devkit.payload_factory import bilinear_table
+    from executorch_espnn.ops.resize import bilinear_tables
+
+    class Up(nn.Module):
+        def __init__(self, **kw: Any) -> None:
+            super().__init__()
+            self.kw = kw
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return F.interpolate(x, mode="bilinear", **self.kw)
+
+    for kw, (h, w), (oh, ow) in [
+        ({"scale_factor": 1.5, "align_corners": False}, (5, 5), (7, 7)),
+        ({"size": (13, 7), "align_corners": False}, (5, 6), (13, 7)),
+        ({"size": (9, 4), "align_corners": True}, (4, 8), (9, 4)),
+    ]:
+        ep = torch.export.export(Up(**kw), (torch.randn(1, 1, h, w),))
+        (node,) = [n for n in ep.graph.nodes if n.op == "call_function" and "upsample" in str(n.target)]
+        yi, yf, xi, xf = bilinear_tables(node, h, w, oh, ow)
+        if "size" in kw:  # no scale factor: PyTorch's in/out rule, written out independently
+            ac = bool(kw["align_corners"])
+            for got, want in (((yi, yf), bilinear_table(h, oh, ac)), ((xi, xf), bilinear_table(w, ow, ac))):
+                np.testing.assert_array_equal(got[0], want[0])
+                assert np.abs(got[1].astype(int) - want[1].astype(int)).max() <= 1
+        else:
+            src = np.maximum((np.arange(oh) + 0.5) / 1.5 - 0.5, 0)
+            np.testing.assert_array_equal(yi, np.floor(src).astype(np.int32))
+            np.testing.assert_allclose(yf, np.rint((src - np.floor(src)) * 2048), atol=1)
+            assert not np.array_equal(yi * 2048 + yf, np.rint(np.maximum((np.arange(oh) + 0.5) * 5 / 7 - 0.5, 0)
+                                                              * 2048))
+
+
+def test_transposed_conv_weight_is_quantized_on_axis_1_and_bias_per_output_channel() -> None:
+    torch.manual_seed(0)
+    m = nn.ConvTranspose2d(4, 6, 3, stride=2, groups=2).eval()  # weight [4, 3, 3, 3]
+    ex = (torch.randn(1, 4, 5, 5),)
+    low = lower(m, ex)
+    check_numerics(low)
+    dqs = [n for n in low.converted.graph.nodes if n.op == "call_function" and "dequantize_per_channel" in str(n.target)]
+    w_dq, b_dq = sorted(dqs, key=lambda n: str(n.args[-1]))  # int32 bias, int8 weight
+    w_dq, b_dq = (w_dq, b_dq) if "int8" in str(w_dq.args[-1]) else (b_dq, w_dq)
+    assert w_dq.args[3] == 1 and b_dq.args[3] == 0
+    w_scale = getattr(low.converted, w_dq.args[1].target)
+    b_scale = getattr(low.converted, b_dq.args[1].target)
+    assert w_scale.shape == (3,) and b_scale.shape == (6,)  # one group's channels; every output channel
+    s_in = low.input_qparams()[0][0]
+    np.testing.assert_allclose(b_scale.numpy(), np.tile(w_scale.numpy(), 2) * s_in, rtol=1e-6)

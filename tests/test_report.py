@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import torch
 
+from devkit.payload_factory import Case, bilinear_case, prelu_case, transpose_conv_case
 from executorch_espnn.decisions import OpDecision
 from executorch_espnn.errors import PteError
 from executorch_espnn.payload import decode
+from executorch_espnn.payload.format import FORMAT_MAJOR, FORMAT_MINOR
 from executorch_espnn.report import (
+    ENGINE_KERNEL_OPS,
     UNCALIBRATED_WARNING,
     FastPathLayer,
     LoweringReport,
@@ -114,6 +118,26 @@ def test_fast_path_depthwise_span_beyond_int16_is_the_generic_kernel() -> None:
     assert not layers[0].fast and "span 32769 > 32767" in layers[0].why, layers[0]
 
 
+@pytest.mark.parametrize(
+    ("case", "layer", "macs"),
+    [
+        # PyTorch's count of a transposed conv: every input element times its group's filter taps
+        (lambda: transpose_conv_case("t", n=2, cin=6, h=4, w=5, cout=9, k=(3, 2), stride=(1, 2), groups=3),
+         "transposed conv 3x2/1 g3", 2 * 6 * 4 * 5 * 3 * 2 * (9 // 3)),
+        (lambda: prelu_case("p", shape=(1, 6, 5, 4), slopes=6), "prelu", 0),
+        (lambda: bilinear_case("b", c=3, h=4, w=5, size=(8, 10), align_corners=False), "bilinear upsample", 0),
+    ],
+    ids=["tconv", "prelu", "bilinear"],
+)
+def test_fast_path_table_names_the_ops_esp_nn_has_no_kernel_for(
+    case: Callable[[], Case], layer: str, macs: int
+) -> None:
+    _, layers, p = analyse_payload(0, case().payload)
+    (row,) = layers
+    assert (row.op, row.layer, row.macs, row.fast) == (0, layer, macs, False)
+    assert row.why.startswith("engine C kernel: ESP-NN has no ") and row.why == ENGINE_KERNEL_OPS[p.ops[0].opcode]
+
+
 def test_corrupt_payload_is_a_pte_error() -> None:
     data, _ = small_net().build()
     bad = bytearray(data)
@@ -157,7 +181,7 @@ def test_cpu_only_program_figures() -> None:
     assert rep.warnings[0] == UNCALIBRATED_WARNING
     assert any("no operator was delegated" in w for w in rep.warnings)
     assert rep.pte_bytes == len(pte)
-    assert rep.versions["executorch_espnn"] == ee_version and rep.versions["payload_format"] == "2.0"
+    assert rep.versions["executorch_espnn"] == ee_version and rep.versions["payload_format"] == f"{FORMAT_MAJOR}.{FORMAT_MINOR}"
     assert rep.versions["torch"].startswith(torch.__version__.split("+")[0])
     json.dumps(rep.to_dict())
 

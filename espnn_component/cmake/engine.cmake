@@ -35,11 +35,14 @@ set(ESPNN_ENGINE_SRCS
     ${_espnn_root}/engine/ops/mul.c
     ${_espnn_root}/engine/ops/pad.c
     ${_espnn_root}/engine/ops/pool2d.c
+    ${_espnn_root}/engine/ops/prelu.c
     ${_espnn_root}/engine/ops/quantize.c
     ${_espnn_root}/engine/ops/reshape.c
     ${_espnn_root}/engine/ops/slice.c
     ${_espnn_root}/engine/ops/softmax.c
     ${_espnn_root}/engine/ops/transpose.c
+    ${_espnn_root}/engine/ops/transpose_conv2d.c
+    ${_espnn_root}/engine/ops/upsample_bilinear.c
     ${_espnn_root}/engine/ops/upsample_nearest.c)
 set(ESPNN_ENGINE_INCLUDE_DIRS ${_espnn_root}/engine/include)
 set(ESPNN_ENGINE_PRIV_INCLUDE_DIRS ${_espnn_root}/engine/src)

@@ -174,3 +174,21 @@ def single(v: object, what: str, owner: str, default: int | None = None) -> int:
     if isinstance(v, (list, tuple)) and not v and default is not None:
         return default
     raise Unsupported(f"{what} {v!r} of a {owner} is not one integer")
+
+
+def requant_ls(real: float, what: str, max_shift: int) -> tuple[int, int]:
+    """(mult, shift) for a multiplier that may be >= 1, with TFLite's meaning of a positive
+    shift (a left shift before the multiply, ``MultiplyByQuantizedMultiplier``): below 1 as
+    ``requant``; from 1 on ``mult`` in [2^30, 2^31) and ``shift`` in 1 … ``max_shift``, so the
+    value shifted left is exact and the high multiply rounds once."""
+    if np.isfinite(real) and 0 <= real < 1 and multiplier_in_range(real):
+        return requant(real, what)
+    if not np.isfinite(real) or real < 0:
+        raise Unsupported(f"{what}: requantization multiplier {real} is not a finite non-negative number")
+    mult, shift = quantize_multiplier(real)
+    if shift > max_shift:
+        raise Unsupported(
+            f"{what}: requantization multiplier {real:.6g} is >= 2^{max_shift} (output scale far too small "
+            "for the input's); the engine allows at most that"
+        )
+    return mult, shift

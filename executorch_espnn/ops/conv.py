@@ -1,4 +1,5 @@
-"""conv2d and conv1d: dense, depthwise (with channel multiplier), grouped, strided, padded, dilated.
+"""conv2d and conv1d: dense, depthwise (with channel multiplier), grouped, strided, padded, dilated;
+transposed ones are ``conv_transpose``'s.
 
 A conv1d on [N, C, L] runs as the conv2d of its [N, C, 1, L] view (kernel (1, k), stride
 (1, s), padding (0, p), dilation (1, d)), as TFLite converts Conv1D: NHWC [N, 1, L, C] has
@@ -25,6 +26,7 @@ from ..scratch import ConvGeometry, conv_scratch, depthwise_scratch
 from ..unsupported import Unsupported
 from .base import OpLowering, Unit, register
 from .common import act_range, channel_requant, pair, quantize_bias, single
+from .conv_transpose import lower_transposed
 
 
 @register
@@ -42,7 +44,8 @@ class Convolution(OpLowering):
         if x.rank not in (3, 4):
             raise Unsupported(f"{x.rank - 2}-D convolution; only 1-D and 2-D convolutions are delegated")
         if node_arg(node, 6, "transposed"):
-            raise Unsupported("transposed convolution is not supported by ESP-NN")
+            lower_transposed(unit, b, x)
+            return
         if any(int(p) for p in node_arg(node, 7, "output_padding")):
             raise Unsupported("output_padding is not supported")
         w = b.ctx.weight(node.args[1], "the convolution weight")

@@ -1,6 +1,16 @@
-"""add and mul of two int8 tensors (same shape, or broadcasting dims of size 1)."""
+"""add, sub and mul of two int8 tensors (same shape, or broadcasting dims of size 1), or of a
+tensor and a number (a LUT).
+
+sub is ESP-NN's add with the second operand's multiplier negated: ``a - alpha * b`` is
+``a + (-alpha) * b``, and the add kernels (ANSI, ESP32-S3 assembly, ESP32-P4) take signed
+multipliers: the doubling high multiply is a signed 32 x 32 -> 64 product rounded the same
+way for either sign, and ``|(q + offset) << 20| < 2^28`` with ``|mult| <= 2^31 - 1`` never meets
+its one saturating case (both operands ``INT32_MIN``).  No opcode of its own is needed.
+"""
 
 from __future__ import annotations
+
+import math
 
 import torch
 from torch.fx import Node
@@ -20,46 +30,55 @@ from .common import act_range, requant
 ADD_LEFT_SHIFT = 20  # TFLite's choice for int8: headroom for the rescaled operands
 
 
-def _scalar(node: Node, ctx: GraphContext) -> torch.Tensor | float | None:
-    """The second operand when it is a number (a literal, or a lifted one-element constant)."""
-    b = node.args[1]
-    if isinstance(b, (int, float)) and not isinstance(b, bool):
-        return b
-    if isinstance(b, Node) and ctx.is_constant(b):
-        t = ctx.constant(b)
+def _number(arg: object, ctx: GraphContext) -> torch.Tensor | float | None:
+    """``arg`` when it is a number (a literal, or a lifted one-element float constant)."""
+    if isinstance(arg, (int, float)) and not isinstance(arg, bool):
+        return arg
+    if isinstance(arg, Node) and ctx.is_constant(arg):
+        t = ctx.constant(arg)
         if t is not None and t.numel() == 1 and t.dtype.is_floating_point:
             return t
     return None
 
 
 def _operands(node: Node, ctx: GraphContext) -> list[Node]:
-    """Both tensor operands, or the one tensor operand when the other is a number."""
+    """Both tensor operands, or the one tensor operand when the other is a number (the
+    second, or for sub the first: ``c - x``, which is how to_edge writes ``rsub``)."""
     a, b = node.args[0], node.args[1]
+    if isinstance(a, Node) and _number(b, ctx) is not None:
+        return [a]
+    if _subtracts(node) and isinstance(b, Node) and _number(a, ctx) is not None:
+        return [b]
     if not isinstance(a, Node):
         raise Unsupported("the first operand is not a tensor")
-    if _scalar(node, ctx) is not None:
-        return [a]
     if isinstance(b, Node):
         return [a, b]
     raise Unsupported("operands are neither two tensors nor a tensor and a number")
 
 
+def _subtracts(node: Node) -> bool:
+    return node_op(node).startswith(("aten.sub", "aten.rsub"))
+
+
 def _scalar_lut(unit: Unit, b: PayloadBuilder) -> bool:
-    """x + c and x * c are unary functions: one exact LUT (with any fused clamp applied)."""
+    """x + c, x - c, c - x and x * c are unary functions: one exact LUT (with any fused
+    clamp applied), computed with PyTorch's own operator on the operands as the graph
+    passes them."""
     node = unit.anchor
     if len(unit.inputs) != 1:
         return False
-    is_add = node_op(node).startswith("aten.add")
-    op = aten_overload("aten.add.Tensor" if is_add else "aten.mul.Tensor")
-    scalar = _scalar(node, b.ctx)
-    if scalar is None:  # pragma: no cover - _operands returned one input only for a number
-        raise Unsupported("second operand is not a number")
-    if is_add:
-        scalar = scalar * _alpha(node)
+    name = node_op(node)
+    a0, a1 = node.args[0], node.args[1]
+    kwargs = {"alpha": _alpha(node)} if name.startswith(("aten.add", "aten.sub", "aten.rsub")) else {}
+    op = aten_overload(name if name.endswith(".Tensor") else name.replace(".Scalar", ".Tensor"))
+    if name.startswith("aten.rsub"):
+        op = aten_overload("aten.rsub.Scalar")
+    c0, c1 = _number(a0, b.ctx), _number(a1, b.ctx)
     bounds = [clamp_bounds(f) for f in unit.fused]
 
     def fn(t: torch.Tensor) -> torch.Tensor:
-        y: torch.Tensor = op(t, scalar)
+        # the tensor takes the place of the operand that is not a number
+        y: torch.Tensor = op(t, c1, **kwargs) if c1 is not None else op(c0, t, **kwargs)
         for lo, hi in bounds:
             y = torch.clamp(y, lo, hi)
         return y
@@ -88,11 +107,33 @@ def _broadcast_operands(unit: Unit, b: PayloadBuilder) -> tuple[Value, Value, Pe
 
 
 def _alpha(node: Node) -> float:
-    """add's ``alpha`` (a + alpha * b); a positive number folds into b's rescale."""
+    """add's and sub's ``alpha`` (a ± alpha * b): a non-zero number, folded into b's rescale
+    (a negative one, or sub, makes b's multiplier negative)."""
     alpha = node_arg(node, 2, "alpha", 1)
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not alpha > 0:
-        raise Unsupported(f"add with alpha {alpha!r}; only a positive number is delegated")
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not math.isfinite(alpha) or alpha == 0:
+        raise Unsupported(f"{node_op(node)} with alpha {alpha!r}; only a non-zero finite number is delegated")
     return float(alpha)
+
+
+def _emit_add(unit: Unit, b: PayloadBuilder, sign: float, what: str) -> None:
+    """ADD of the unit's two operands: ``a + sign * alpha * b``."""
+    va, vb, perm, shape = _broadcast_operands(unit, b)
+    assert va.qp is not None and vb.qp is not None
+    qout = qdq_params(unit.output)
+    # alpha (and sub's sign) scale the second operand's real value, i.e. its scale
+    scale_b = vb.qp.scale * _alpha(unit.anchor) * sign
+    twice_max = 2.0 * max(va.qp.scale, abs(scale_b))
+    requant(va.qp.scale / twice_max, f"{what}, first operand")
+    requant(abs(scale_b) / twice_max, f"{what}, second operand")
+    requant(twice_max / ((1 << ADD_LEFT_SHIFT) * qout.scale), f"{what}, output")
+    p = add_params(va.qp.scale, scale_b, qout.scale, ADD_LEFT_SHIFT)
+    act_min, act_max = act_range(unit, qout)
+    ta, tb = b.realize(va, perm), b.realize(vb, perm)
+    _, out = b.define(unit.output, perm, shape)
+    b.emit(Opcode.ADD, [ta, tb], out, {
+        "a_offset": -va.qp.zero_point, "b_offset": -vb.qp.zero_point, **p,
+        "out_offset": qout.zero_point, "act_min": act_min, "act_max": act_max,
+    })
 
 
 @register
@@ -107,23 +148,26 @@ class Add(OpLowering):
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
         if _scalar_lut(unit, b):
             return
-        va, vb, perm, shape = _broadcast_operands(unit, b)
-        assert va.qp is not None and vb.qp is not None
-        qout = qdq_params(unit.output)
-        # a + alpha * b: alpha scales the second operand's real value, i.e. its scale
-        scale_b = vb.qp.scale * _alpha(unit.anchor)
-        twice_max = 2.0 * max(va.qp.scale, scale_b)
-        requant(va.qp.scale / twice_max, "add, first operand")
-        requant(scale_b / twice_max, "add, second operand")
-        requant(twice_max / ((1 << ADD_LEFT_SHIFT) * qout.scale), "add, output")
-        p = add_params(va.qp.scale, scale_b, qout.scale, ADD_LEFT_SHIFT)
-        act_min, act_max = act_range(unit, qout)
-        ta, tb = b.realize(va, perm), b.realize(vb, perm)
-        _, out = b.define(unit.output, perm, shape)
-        b.emit(Opcode.ADD, [ta, tb], out, {
-            "a_offset": -va.qp.zero_point, "b_offset": -vb.qp.zero_point, **p,
-            "out_offset": qout.zero_point, "act_min": act_min, "act_max": act_max,
-        })
+        _emit_add(unit, b, 1.0, "add")
+
+
+@register
+class Sub(OpLowering):
+    """a - alpha * b as ADD with b's multiplier negated; x - c and c - x (rsub) as a LUT."""
+
+    targets = ("aten.sub.Tensor", "aten.sub.Scalar", "aten.rsub.Scalar")
+    fuses_activation = True
+
+    def activation_args(self, node: Node, ctx: GraphContext) -> list[Node]:
+        _alpha(node)
+        return _operands(node, ctx)
+
+    def lower(self, unit: Unit, b: PayloadBuilder) -> None:
+        if _scalar_lut(unit, b):
+            return
+        if node_op(unit.anchor).startswith("aten.rsub"):  # pragma: no cover - rsub takes a number
+            raise Unsupported("rsub of two tensors")
+        _emit_add(unit, b, -1.0, "sub")
 
 
 @register

@@ -1,4 +1,4 @@
-"""The delegate payload format, version 2.0: every constant, record layout and bound.
+"""The delegate payload format, version 2.1: every constant, record layout and bound.
 
 This module is the single source of the format that ``docs/payload-format.md`` describes in
 prose; the C engine's ``engine/include/espnn_format.h`` (constants, opcodes, parameter
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 MAGIC = b"ESNN"
 FORMAT_MAJOR = 2
-FORMAT_MINOR = 0
+FORMAT_MINOR = 1  # 2.1: PRELU, UPSAMPLE_BILINEAR, TRANSPOSE_CONV2D; ADD's input multipliers may be negative
 
 HEADER_SIZE = 64
 TENSOR_RECORD_SIZE = 24
@@ -114,6 +114,11 @@ class Opcode(enum.IntEnum):
     CONCAT = 16
     PAD = 17
     UPSAMPLE_NEAREST = 18
+    # format 2.1
+    PRELU = 19
+    UPSAMPLE_BILINEAR = 20
+    TRANSPOSE_CONV2D = 21
+    # 22 stays free: sub is an ADD with a negated input multiplier (``ops/elementwise.py``)
 
 
 @dataclass(frozen=True)
@@ -200,6 +205,24 @@ OP_SPECS: dict[Opcode, OpSpec] = {
             ),
         ),
         OpSpec(Opcode.UPSAMPLE_NEAREST, ("input", "y_map", "x_map"), ()),
+        OpSpec(
+            Opcode.PRELU,
+            ("input", "alpha", "neg_mult", "neg_shift"),
+            ("in_offset", "alpha_offset", "out_offset", "pos_mult", "pos_shift"),
+            since_minor=1,
+        ),
+        OpSpec(
+            Opcode.UPSAMPLE_BILINEAR,
+            ("input", "y_index", "y_frac", "x_index", "x_frac"),
+            (),
+            since_minor=1,
+        ),
+        OpSpec(
+            Opcode.TRANSPOSE_CONV2D,
+            ("input", "filter", "bias?", "mult", "shift"),
+            (*_CONV_PARAMS, "out_pad_h", "out_pad_w", "groups", "in_offset", "out_offset", "act_min", "act_max"),
+            since_minor=1,
+        ),
     )
 }
 
@@ -211,7 +234,14 @@ AVG_DIVISOR_INCLUDE_PAD = 1  # PyTorch count_include_pad=True: window clipped to
 SHIFT_MIN = -31
 SHIFT_MAX = 0
 ADD_LEFT_SHIFT_MAX = 20
-MULT_MAX = 0x7FFF_FFFF
+MULT_MAX = 0x7FFF_FFFF  # ADD's a_mult/b_mult lie in [-MULT_MAX, MULT_MAX] (negative: a - b, since 2.1)
+# PRELU: a positive shift is a left shift before the multiply (TFLite's MultiplyByQuantizedMultiplier),
+# for multipliers >= 1; 14 keeps |(x + in_offset) * (alpha + alpha_offset)| << 14 below 2^31
+PRELU_SHIFT_MAX = 14
+# UPSAMPLE_BILINEAR: per-axis weights in units of 2^-BILINEAR_FRAC_BITS, so the four products of
+# an int8 value (|q| <= 128) with y and x weights sum to at most 128 * 2^22 = 2^29
+BILINEAR_FRAC_BITS = 11
+BILINEAR_ONE = 1 << BILINEAR_FRAC_BITS
 SOFTMAX_OUT_SCALE = 1.0 / 256.0
 SOFTMAX_OUT_ZERO_POINT = -128
 SOFTMAX_SHIFT_MAX = 30

@@ -41,6 +41,9 @@ OP_STATE_BYTES: dict[Opcode, int] = {
     Opcode.CONCAT: 12,
     Opcode.PAD: 56,
     Opcode.UPSAMPLE_NEAREST: 24,
+    Opcode.PRELU: 28,
+    Opcode.UPSAMPLE_BILINEAR: 24,
+    Opcode.TRANSPOSE_CONV2D: 48,
 }
 
 

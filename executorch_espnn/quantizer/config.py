@@ -33,6 +33,7 @@ own full range at every step, as the PTQ weight observer gives.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -40,6 +41,7 @@ from typing import Any, Literal
 import torch
 from torch.fx import Node
 from torchao.quantization.pt2e import (
+    FakeQuantize,
     FakeQuantizeBase,
     FusedMovingAvgObsFakeQuantize,
     HistogramObserver,
@@ -120,6 +122,22 @@ def weight_qspec(is_qat: bool = False) -> QuantizationSpec:
     )
 
 
+_QAT_SLOPE = FusedMovingAvgObsFakeQuantize.with_args(observer=MovingAverageMinMaxObserver, averaging_constant=1.0)
+
+
+def slope_qspec(is_qat: bool = False) -> QuantizationSpec:
+    """PReLU's slope: int8 symmetric per tensor in [-127, 127], as TFLite's int8 PRELU alpha
+    (the per-channel observers need a weight of rank >= 2; the slope is ``[C]``).  In QAT it
+    is observed like a weight: the current values' own range at every step."""
+    return QuantizationSpec(
+        dtype=torch.int8,
+        quant_min=WEIGHT_QMIN,
+        quant_max=WEIGHT_QMAX,
+        qscheme=torch.per_tensor_symmetric,
+        observer_or_fake_quant_ctr=_QAT_SLOPE if is_qat else MinMaxObserver,
+    )
+
+
 def softmax_output_qspec() -> FixedQParamsQuantizationSpec:
     return FixedQParamsQuantizationSpec(
         dtype=torch.int8,
@@ -146,6 +164,44 @@ def bias_qspec(node: Node, act: Node, weight: Node) -> DerivedQuantizationSpec:
     return DerivedQuantizationSpec(
         derived_from=[(act, node), (weight, node)],
         derive_qparams_fn=_derive_bias_qparams,
+        dtype=torch.int32,
+        quant_min=BIAS_QMIN,
+        quant_max=BIAS_QMAX,
+        qscheme=torch.per_channel_symmetric,
+        ch_axis=0,
+    )
+
+
+# torch's fused fake quantize observes per channel on axis 0 only; the unfused one takes any
+# axis, given here: torchao passes a spec's ch_axis only to constructors named "PerChannel..."
+_QAT_WEIGHT_AXIS1 = FakeQuantize.with_args(
+    observer=MovingAveragePerChannelMinMaxObserver, averaging_constant=1.0, ch_axis=1
+)
+
+
+def transposed_weight_qspec(weight: QuantizationSpec) -> QuantizationSpec:
+    """The config's weight spec on axis 1, where a transposed convolution's
+    ``[in, out/groups, k...]`` weight keeps its output channels (in QAT with the unfused fake
+    quantize: ``fused_moving_avg_obs_fake_quant`` refuses per-channel axes other than 0)."""
+    if is_fake_quantize(weight.observer_or_fake_quant_ctr):
+        return dataclasses.replace(weight, ch_axis=1, observer_or_fake_quant_ctr=_QAT_WEIGHT_AXIS1)
+    return dataclasses.replace(weight, ch_axis=1)
+
+
+def _tiled_bias_qparams(groups: int) -> Callable[[Sequence[Any]], tuple[torch.Tensor, torch.Tensor]]:
+    def derive(observers: Sequence[Any]) -> tuple[torch.Tensor, torch.Tensor]:
+        scale, zp = _derive_bias_qparams(observers)
+        return scale.repeat(groups), zp.repeat(groups)
+
+    return derive
+
+
+def transposed_bias_qspec(node: Node, act: Node, weight: Node, groups: int) -> DerivedQuantizationSpec:
+    """int32 bias of a transposed convolution: one scale per output channel, the weight's
+    per-group scales repeated for each of the ``groups`` groups."""
+    return DerivedQuantizationSpec(
+        derived_from=[(act, node), (weight, node)],
+        derive_qparams_fn=_tiled_bias_qparams(groups),
         dtype=torch.int32,
         quant_min=BIAS_QMIN,
         quant_max=BIAS_QMAX,

@@ -16,13 +16,16 @@ import numpy.typing as npt
 from ..payload import decode
 from . import (  # noqa: F401 - importing the op families registers their kernels
     conv,
+    conv_transpose,
     elementwise,
     fully_connected,
     lut,
     mean,
     movement,
     pool,
+    prelu,
     quantize,
+    resize,
     softmax,
 )
 from .memory import DeviceMemory

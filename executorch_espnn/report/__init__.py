@@ -12,7 +12,14 @@ the program and its payloads), ``text`` (report.txt).
 
 from __future__ import annotations
 
-from .analysis import DW_MAX_SPAN, UNCALIBRATED_WARNING, analyse_payload, arena_peak, build_report
+from .analysis import (
+    DW_MAX_SPAN,
+    ENGINE_KERNEL_OPS,
+    UNCALIBRATED_WARNING,
+    analyse_payload,
+    arena_peak,
+    build_report,
+)
 from .records import (
     REPORT_SCHEMA,
     FastPathLayer,
@@ -24,6 +31,7 @@ from .records import (
 
 __all__ = [
     "DW_MAX_SPAN",
+    "ENGINE_KERNEL_OPS",
     "REPORT_SCHEMA",
     "UNCALIBRATED_WARNING",
     "FastPathLayer",

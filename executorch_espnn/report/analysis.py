@@ -78,8 +78,42 @@ def _hwc(dims: tuple[int, ...]) -> str:
     return "x".join(str(d) for d in (dims[1:] if len(dims) == 4 else dims))
 
 
-def _conv_layer(part: int, i: int, p: Payload) -> FastPathLayer | None:
+#: operators ESP-NN has no kernel for, run by the engine's own C kernel (engine/ops/*.c); the
+#: fast-path table lists them so that every layer's status is visible
+ENGINE_KERNEL_OPS = {
+    Opcode.PRELU: "engine C kernel: ESP-NN has no PReLU",
+    Opcode.UPSAMPLE_BILINEAR: "engine C kernel: ESP-NN has no resize",
+    Opcode.TRANSPOSE_CONV2D: "engine C kernel: ESP-NN has no transposed convolution",
+}
+
+
+def _engine_kernel_layer(part: int, i: int, p: Payload) -> FastPathLayer:
     op = p.ops[i]
+    x_id = op.inputs[0]
+    assert x_id is not None
+    x, y = p.tensors[x_id], p.tensors[op.output]
+    shape = f"{_hwc(x.dims)} -> {_hwc(y.dims)}"
+    why = ENGINE_KERNEL_OPS[op.opcode]
+    if op.opcode == Opcode.TRANSPOSE_CONV2D:
+        w_id = op.inputs[1]
+        assert w_id is not None
+        n, h, w, cin = x.dims
+        cout, kh, kw = p.tensors[w_id].dims[:3]
+        pr = op.params
+        groups = pr["groups"]
+        # every input element times every filter tap of its group (the dual of CONV2D's count)
+        macs = n * h * w * cin * kh * kw * (cout // groups)
+        layer = f"transposed conv {kh}x{kw}/{pr['stride_h']}" + (f" g{groups}" if groups > 1 else "")
+        return FastPathLayer(part, i, layer, shape, macs, False, why)
+    # elementwise and resampling: no multiply-accumulate layer, no MACs counted
+    return FastPathLayer(part, i, "prelu" if op.opcode == Opcode.PRELU else "bilinear upsample",
+                         shape, 0, False, why)
+
+
+def _fast_path_layer(part: int, i: int, p: Payload) -> FastPathLayer | None:
+    op = p.ops[i]
+    if op.opcode in ENGINE_KERNEL_OPS:
+        return _engine_kernel_layer(part, i, p)
     if op.opcode not in (Opcode.CONV2D, Opcode.DEPTHWISE_CONV2D, Opcode.FULLY_CONNECTED):
         return None
     x_id, w_id = op.inputs[0], op.inputs[1]
@@ -160,7 +194,7 @@ def analyse_payload(index: int, data: bytes) -> tuple[PartitionReport, list[Fast
         target=p.target.name.lower(),
         producer=".".join(map(str, p.producer)),
     )
-    layers = [lay for i in range(len(p.ops)) if (lay := _conv_layer(index, i, p)) is not None]
+    layers = [lay for i in range(len(p.ops)) if (lay := _fast_path_layer(index, i, p)) is not None]
     return rep, layers, p
 
 

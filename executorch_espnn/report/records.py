@@ -53,11 +53,12 @@ class PartitionReport:
 
 @dataclass(frozen=True)
 class FastPathLayer:
-    """A conv/depthwise/FC layer and whether ESP-NN's ESP32-S3 optimised kernel takes it."""
+    """A conv/depthwise/FC layer and whether ESP-NN's ESP32-S3 optimised kernel takes it; or a
+    layer ESP-NN has no kernel for (PReLU, bilinear upsampling, transposed conv: never fast)."""
 
     partition: int
     op: int  # op index inside the payload
-    layer: str  # "conv 3x3/2", "depthwise 3x3/1", "fc 1280->1000"
+    layer: str  # "conv 3x3/2", "depthwise 3x3/1", "fc 1280->1000", "transposed conv 4x4/2", "prelu"
     shape: str  # "96x96x3 -> 48x48x16"
     macs: int
     fast: bool
@@ -92,7 +93,8 @@ class LoweringReport:
 
     @property
     def fast_path_mac_share(self) -> float | None:
-        """Share of conv/depthwise/FC MACs in layers that meet the S3 fast-path conditions."""
+        """Share of conv/depthwise/FC/transposed-conv MACs in layers that meet the S3 fast-path
+        conditions."""
         total = sum(layer.macs for layer in self.fast_path)
         if total == 0:
             return None

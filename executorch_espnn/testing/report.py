@@ -32,8 +32,11 @@ TEMPLATE = "backend_suite_results.md.j2"
 DELEGATED_FAMILY_FILES: dict[str, str] = {
     "test_conv1d.py": "conv",
     "test_conv2d.py": "conv",
+    "test_convtranspose1d.py": "transposed conv",
+    "test_convtranspose2d.py": "transposed conv",
     "test_linear.py": "fully connected",
     "test_add.py": "add",
+    "test_sub.py": "add",
     "test_mul.py": "mul",
     "test_maxpool2d.py": "pooling",
     "test_avgpool2d.py": "pooling",
@@ -51,6 +54,7 @@ DELEGATED_FAMILY_FILES: dict[str, str] = {
     "test_unsqueeze.py": "movement",
     "test_stack.py": "movement",
     "test_upsample_nearest2d.py": "movement",
+    "test_upsample_bilinear2d.py": "bilinear upsampling",
     "test_relu.py": "clamp",
     "test_hardtanh.py": "clamp",
     "test_clamp.py": "clamp",
@@ -61,6 +65,7 @@ DELEGATED_FAMILY_FILES: dict[str, str] = {
     "test_silu.py": "lookup table",
     "test_gelu.py": "lookup table",
     "test_leaky_relu.py": "lookup table",
+    "test_prelu.py": "prelu",
 }
 
 

@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from devkit.payload_factory import all_cases
-from executorch_espnn.payload import PayloadError, decode
+from executorch_espnn.payload import Opcode, PayloadError, decode
+from executorch_espnn.payload.format import FORMAT_MINOR
 from fuzz import build
 from tests.hardening.surgery import Surgeon
 
@@ -111,6 +112,39 @@ CASES: list[Targeted] = [
              lambda s: s.const_i32(2, 7, 4), INVALID, "y_map", op=0),
     Targeted("upsample_map_index_negative", "upsample_x2",
              lambda s: s.const_i32(3, 0, -1), INVALID, "x_map", op=0),
+    # --- format 2.1 ops: the fields that keep their arithmetic and indexing in bounds ------
+    Targeted("sub_multiplier_int32_min", "sub_same",
+             lambda s: s.param(0, "b_mult", -(1 << 31)), INVALID, "b_mult", op=0),
+    Targeted("sub_output_multiplier_negative", "sub_same",
+             lambda s: s.param(0, "out_mult", -5), INVALID, "out_mult", op=0),
+    Targeted("prelu_alpha_not_per_channel", "prelu_per_channel",
+             lambda s: s.dims(2, (5, 1, 1, 1)), INVALID, "alpha", op=0),
+    Targeted("prelu_neg_mult_shorter_than_alpha", "prelu_per_channel",
+             lambda s: s.dims(3, (5, 1, 1, 1)), INVALID, "neg_mult", op=0),
+    Targeted("prelu_neg_shift_left_past_14", "prelu_single",
+             lambda s: s.const_i32(4, 0, 15), INVALID, "neg_shift", op=0),
+    Targeted("prelu_pos_shift_left_past_14", "prelu_single",
+             lambda s: s.param(0, "pos_shift", 15), INVALID, "pos_shift", op=0),
+    Targeted("prelu_output_of_other_shape", "prelu_single",
+             lambda s: s.dims(1, (1, 7, 3, 5)), INVALID, "output", op=0),
+    Targeted("bilinear_row_index_past_input", "bilinear_x2",
+             lambda s: s.const_i32(2, 7, 4), INVALID, "y_index", op=0),
+    Targeted("bilinear_column_weight_above_one", "bilinear_x2",
+             lambda s: s.const_i32(5, 3, 2049), INVALID, "x_frac", op=0),
+    Targeted("bilinear_weight_negative", "bilinear_x2",
+             lambda s: s.const_i32(3, 0, -1), INVALID, "y_frac", op=0),
+    Targeted("bilinear_table_shorter_than_output", "bilinear_x2",
+             lambda s: s.dims(4, (9, 1, 1, 1)), INVALID, "x_index", op=0),
+    Targeted("bilinear_requantises", "bilinear_x2",
+             lambda s: s.tensor(1, "zero_point", 5), INVALID, "output", op=0),
+    Targeted("tconv_output_padding_not_below_stride", "tconv_s2_p1_op1",
+             lambda s: s.param(0, "out_pad_h", 2), INVALID, "out_pad_h", op=0),
+    Targeted("tconv_output_size_off_by_one", "tconv_s2_p1_op1",
+             lambda s: s.param(0, "pad_bottom", 2), INVALID, "output", op=0),
+    Targeted("tconv_huge_dilation_stride", "tconv_s2_p1_op1",
+             lambda s: s.param(0, "dilation_h", 65535).param(0, "stride_h", 65535), INVALID, "output", op=0),
+    Targeted("tconv_groups_do_not_divide", "tconv_s2_p1_op1",
+             lambda s: s.param(0, "groups", 2), INVALID, "groups", op=0),
     Targeted("lut_table_size_wraps", "lut_gelu",
              lambda s: s.dims(2, (256, 65535, 65535, 1), rank=3), INVALID, "nbytes", tensor=2),
     Targeted("lut_table_short", "lut_gelu",
@@ -159,11 +193,15 @@ CASES: list[Targeted] = [
     Targeted("reads_its_own_output", "inplace_lut_reshape_fc",
              lambda s: s.op_tensor(2, 0, 3), INVALID, "inputs[0]", op=2),
     # --- versions and opcodes ----------------------------------------------------------------
-    Targeted("opcode_not_in_format_2_0", "conv_1x1",
-             lambda s: s.op(0, "opcode", 19), INVALID, "opcode", op=0),
+    # the first number no opcode has: a gap left by numbers reserved ahead, or one past the last
+    Targeted("opcode_unknown", "conv_1x1",
+             lambda s: s.op(0, "opcode", min(set(range(1, 0x10000)) - {int(o) for o in Opcode})),
+             INVALID, "opcode", op=0),
+    Targeted("opcode_past_the_table", "conv_1x1",
+             lambda s: s.op(0, "opcode", max(Opcode) + 1), INVALID, "opcode", op=0),
     Targeted("opcode_zero", "conv_1x1", lambda s: s.op(0, "opcode", 0), INVALID, "opcode", op=0),
     Targeted("format_minor_newer_than_reader", "conv_1x1",
-             lambda s: s.header("format_minor", 1), "ESPNN_ERR_VERSION", "format_version"),
+             lambda s: s.header("format_minor", FORMAT_MINOR + 1), "ESPNN_ERR_VERSION", "format_version"),
     Targeted("format_major_1", "conv_1x1",
              lambda s: s.header("format_major", 1), "ESPNN_ERR_VERSION", "format_version"),
     Targeted("format_major_3", "conv_1x1",

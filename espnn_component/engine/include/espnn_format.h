@@ -3,7 +3,7 @@
  * and templates/engine/espnn_format.h.j2: do not edit; change those and regenerate
  * (tests/test_payload_format.py fails while this copy is stale).
  *
- * Delegate payload format 2.0: constants shared by the parser and the ops.
+ * Delegate payload format 2.1: constants shared by the parser and the ops.
  * docs/payload-format.md is the prose spec.
  */
 #ifndef ESPNN_FORMAT_H
@@ -14,7 +14,7 @@
 #define ESPNN_MAGIC_2 0x4E /* 'N' */
 #define ESPNN_MAGIC_3 0x4E /* 'N' */
 #define ESPNN_FORMAT_MAJOR 2
-#define ESPNN_FORMAT_MINOR 0
+#define ESPNN_FORMAT_MINOR 1
 
 #define ESPNN_HEADER_SIZE 64
 #define ESPNN_TENSOR_RECORD_SIZE 24
@@ -78,9 +78,12 @@
 #define ESPNN_OP_CONCAT 16
 #define ESPNN_OP_PAD 17
 #define ESPNN_OP_UPSAMPLE_NEAREST 18
-#define ESPNN_OP_COUNT 19 /* one past the last opcode */
+#define ESPNN_OP_PRELU 19
+#define ESPNN_OP_UPSAMPLE_BILINEAR 20
+#define ESPNN_OP_TRANSPOSE_CONV2D 21
+#define ESPNN_OP_COUNT 22 /* one past the last opcode */
 
-/* number of int32 parameter words per opcode (format 2.0) */
+/* number of int32 parameter words per opcode (format 2.1) */
 #define ESPNN_PARAMS_QUANTIZE 4
 #define ESPNN_PARAMS_DEQUANTIZE 4
 #define ESPNN_PARAMS_CONV2D 13
@@ -99,6 +102,9 @@
 #define ESPNN_PARAMS_CONCAT 1
 #define ESPNN_PARAMS_PAD 9
 #define ESPNN_PARAMS_UPSAMPLE_NEAREST 0
+#define ESPNN_PARAMS_PRELU 5
+#define ESPNN_PARAMS_UPSAMPLE_BILINEAR 0
+#define ESPNN_PARAMS_TRANSPOSE_CONV2D 15
 
 /* the index of each int32 parameter word of each opcode (their order in the op record) */
 #define ESPNN_P_QUANTIZE_PERM0 0
@@ -208,6 +214,26 @@
 #define ESPNN_P_PAD_AFTER2 6
 #define ESPNN_P_PAD_AFTER3 7
 #define ESPNN_P_PAD_VALUE 8
+#define ESPNN_P_PRELU_IN_OFFSET 0
+#define ESPNN_P_PRELU_ALPHA_OFFSET 1
+#define ESPNN_P_PRELU_OUT_OFFSET 2
+#define ESPNN_P_PRELU_POS_MULT 3
+#define ESPNN_P_PRELU_POS_SHIFT 4
+#define ESPNN_P_TRANSPOSE_CONV2D_STRIDE_H 0
+#define ESPNN_P_TRANSPOSE_CONV2D_STRIDE_W 1
+#define ESPNN_P_TRANSPOSE_CONV2D_PAD_TOP 2
+#define ESPNN_P_TRANSPOSE_CONV2D_PAD_LEFT 3
+#define ESPNN_P_TRANSPOSE_CONV2D_PAD_BOTTOM 4
+#define ESPNN_P_TRANSPOSE_CONV2D_PAD_RIGHT 5
+#define ESPNN_P_TRANSPOSE_CONV2D_DILATION_H 6
+#define ESPNN_P_TRANSPOSE_CONV2D_DILATION_W 7
+#define ESPNN_P_TRANSPOSE_CONV2D_OUT_PAD_H 8
+#define ESPNN_P_TRANSPOSE_CONV2D_OUT_PAD_W 9
+#define ESPNN_P_TRANSPOSE_CONV2D_GROUPS 10
+#define ESPNN_P_TRANSPOSE_CONV2D_IN_OFFSET 11
+#define ESPNN_P_TRANSPOSE_CONV2D_OUT_OFFSET 12
+#define ESPNN_P_TRANSPOSE_CONV2D_ACT_MIN 13
+#define ESPNN_P_TRANSPOSE_CONV2D_ACT_MAX 14
 
 #define ESPNN_AVG_DIVISOR_VALID 0
 #define ESPNN_AVG_DIVISOR_INCLUDE_PAD 1
@@ -218,6 +244,8 @@
 #define ESPNN_SOFTMAX_SHIFT_MAX 30
 #define ESPNN_SOFTMAX_MAX_ROW 4095
 #define ESPNN_SOFTMAX_OUT_ZERO_POINT (-128)
+#define ESPNN_PRELU_SHIFT_MAX 14
+#define ESPNN_BILINEAR_FRAC_BITS 11
 
 /* accumulator-overflow guards (see the format doc, "Bounds that keep int32 exact") */
 #define ESPNN_MAX_REDUCTION 65535

@@ -1,5 +1,6 @@
 /*
- * ADD (TFLite/ESP-NN int8 addition).  Same shapes: one esp_nn_add_elementwise_s8 call.
+ * ADD (TFLite/ESP-NN int8 addition, and subtraction: a negative input multiplier).  Same
+ * shapes: one esp_nn_add_elementwise_s8 call.
  * Broadcasting: the kernel runs on every contiguous run both inputs share (e.g. per spatial
  * position for a per-channel operand); runs shorter than MIN_KERNEL_RUN use the engine's own
  * loop with the same arithmetic.
@@ -30,8 +31,10 @@ static espnn_status_t prepare(espnn_prep_t *p)
     for (int i = 0; st == ESPNN_OK && i < 3; i++) {
         st = i < 2 ? espnn_prep_in_offset(p, offsets[i]) : espnn_prep_out_offset(p, offsets[i]);
     }
+    /* a negative input multiplier subtracts that operand (format 2.1); -INT32_MAX keeps
+     * INT32_MIN, the one operand SRDHM saturates on, out of every product */
     for (int i = 0; st == ESPNN_OK && i < 3; i++) {
-        st = espnn_prep_param(p, mults[i], 0, INT32_MAX, NULL);
+        st = espnn_prep_param(p, mults[i], i < 2 ? -INT32_MAX : 0, INT32_MAX, NULL);
     }
     for (int i = 0; st == ESPNN_OK && i < 3; i++) {
         st = espnn_prep_param(p, shifts[i], ESPNN_SHIFT_MIN, ESPNN_SHIFT_MAX, NULL);

@@ -35,6 +35,17 @@ static inline int32_t espnn_requant(int32_t x, int32_t mult, int32_t shift)
     return espnn_rdbp(espnn_srdhm(x, mult), -shift);
 }
 
+/* TFLite's MultiplyByQuantizedMultiplier with shift in [-31, ESPNN_PRELU_SHIFT_MAX]: a positive
+ * shift multiplies x by 2^shift first (the caller guarantees the product fits in int32, so
+ * the multiplication is exact and defined). */
+static inline int32_t espnn_requant_ls(int32_t x, int32_t mult, int32_t shift)
+{
+    if (shift > 0) {
+        return espnn_srdhm(x * (int32_t)((uint32_t)1 << shift), mult);
+    }
+    return espnn_rdbp(espnn_srdhm(x, mult), -shift);
+}
+
 static inline int32_t espnn_clamp(int32_t v, int32_t lo, int32_t hi)
 {
     return v < lo ? lo : (v > hi ? hi : v);

@@ -27,6 +27,9 @@ extern const espnn_op_family_t espnn_family_slice;
 extern const espnn_op_family_t espnn_family_concat;
 extern const espnn_op_family_t espnn_family_pad;
 extern const espnn_op_family_t espnn_family_upsample_nearest;
+extern const espnn_op_family_t espnn_family_prelu;
+extern const espnn_op_family_t espnn_family_upsample_bilinear;
+extern const espnn_op_family_t espnn_family_transpose_conv2d;
 
 /* QUANTIZE, DEQUANTIZE, TRANSPOSE */
 static const char *const p_quantize[] = {
@@ -72,6 +75,14 @@ static const char *const p_concat[] = {
 };
 static const char *const p_pad[] = {
     "before0", "before1", "before2", "before3", "after0", "after1", "after2", "after3", "value",
+};
+static const char *const p_prelu[] = {
+    "in_offset", "alpha_offset", "out_offset", "pos_mult", "pos_shift",
+};
+static const char *const p_transpose_conv2d[] = {
+    "stride_h", "stride_w", "pad_top", "pad_left", "pad_bottom", "pad_right", "dilation_h",
+    "dilation_w", "out_pad_h", "out_pad_w", "groups", "in_offset", "out_offset", "act_min",
+    "act_max",
 };
 
 static const espnn_op_spec_t specs[ESPNN_OP_COUNT] = {
@@ -139,6 +150,18 @@ static const espnn_op_spec_t specs[ESPNN_OP_COUNT] = {
     [ESPNN_OP_UPSAMPLE_NEAREST] = {
         .name = "UPSAMPLE_NEAREST", .n_inputs = 3, .n_params = ESPNN_PARAMS_UPSAMPLE_NEAREST,
     },
+    [ESPNN_OP_PRELU] = {
+        .name = "PRELU", .n_inputs = 4, .n_params = ESPNN_PARAMS_PRELU, .since_minor = 1,
+        .params = p_prelu,
+    },
+    [ESPNN_OP_UPSAMPLE_BILINEAR] = {
+        .name = "UPSAMPLE_BILINEAR", .n_inputs = 5, .n_params = ESPNN_PARAMS_UPSAMPLE_BILINEAR,
+        .since_minor = 1,
+    },
+    [ESPNN_OP_TRANSPOSE_CONV2D] = {
+        .name = "TRANSPOSE_CONV2D", .n_inputs = 5, .n_params = ESPNN_PARAMS_TRANSPOSE_CONV2D,
+        .optional_mask = 0x04u, .since_minor = 1, .params = p_transpose_conv2d,
+    },
 };
 
 static const espnn_op_family_t *const families[ESPNN_OP_COUNT] = {
@@ -160,6 +183,9 @@ static const espnn_op_family_t *const families[ESPNN_OP_COUNT] = {
     [ESPNN_OP_CONCAT] = &espnn_family_concat,
     [ESPNN_OP_PAD] = &espnn_family_pad,
     [ESPNN_OP_UPSAMPLE_NEAREST] = &espnn_family_upsample_nearest,
+    [ESPNN_OP_PRELU] = &espnn_family_prelu,
+    [ESPNN_OP_UPSAMPLE_BILINEAR] = &espnn_family_upsample_bilinear,
+    [ESPNN_OP_TRANSPOSE_CONV2D] = &espnn_family_transpose_conv2d,
 };
 
 /* element size of each dtype; 0 for a code that is no dtype */
@@ -173,7 +199,9 @@ static const uint8_t dtype_sizes[] = {
 
 const espnn_op_spec_t *espnn_op_spec(uint32_t opcode)
 {
-    if (opcode == 0 || opcode >= ESPNN_OP_COUNT) {
+    /* opcodes are not dense (numbers are reserved ahead for work in progress): a code
+     * inside the table without a spec row is as unknown as one past its end */
+    if (opcode == 0 || opcode >= ESPNN_OP_COUNT || specs[opcode].name == NULL) {
         return NULL;
     }
     return &specs[opcode];

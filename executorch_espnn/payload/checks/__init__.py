@@ -3,13 +3,16 @@
 
 from . import (  # noqa: F401 - importing the op families registers their checks
     conv,
+    conv_transpose,
     elementwise,
     fully_connected,
     lut,
     mean,
     movement,
     pool,
+    prelu,
     quantize,
+    resize,
     softmax,
 )
 from .registry import CHECKS, OpCheck, check

@@ -22,8 +22,11 @@ def _broadcast(c: OpCheck) -> None:
 def add(c: OpCheck) -> None:
     _broadcast(c)
     c.offsets("a_offset", "b_offset", out="out_offset")
-    for n in ("a_mult", "b_mult", "out_mult"):
-        c.param(n, 0, MULT_MAX)
+    # a negative input multiplier subtracts that operand (sub, add with a negative alpha;
+    # format 2.1); -MULT_MAX keeps INT32_MIN, SRDHM's one saturating operand, out
+    for n in ("a_mult", "b_mult"):
+        c.param(n, -MULT_MAX, MULT_MAX)
+    c.param("out_mult", 0, MULT_MAX)
     for n in ("a_shift", "b_shift", "out_shift"):
         c.param(n, SHIFT_MIN, SHIFT_MAX)
     c.param("left_shift", 0, ADD_LEFT_SHIFT_MAX)

@@ -8,21 +8,25 @@ from types import MappingProxyType
 from torch._ops import OpOverload
 
 from .base import Annotator
-from .conv_linear import ConvLinearAnnotator
-from .elementwise import AddAnnotator, MulAnnotator
+from .conv_linear import ConvLinearAnnotator, ConvTransposeAnnotator
+from .elementwise import AddAnnotator, MulAnnotator, SubAnnotator
+from .prelu import PReluAnnotator
 from .shared import CatAnnotator, MeanAnnotator, SharedInputAnnotator, SplitAnnotator
 from .softmax import SoftmaxAnnotator
 from .unary import UnaryAnnotator
 
 ANNOTATORS: tuple[Annotator, ...] = (
     ConvLinearAnnotator(),
+    ConvTransposeAnnotator(),
     AddAnnotator(),
+    SubAnnotator(),
     MulAnnotator(),
     SharedInputAnnotator(),
     MeanAnnotator(),
     CatAnnotator(),
     SplitAnnotator(),
     SoftmaxAnnotator(),
+    PReluAnnotator(),
     UnaryAnnotator(),
 )
 

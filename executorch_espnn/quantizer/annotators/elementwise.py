@@ -1,5 +1,6 @@
-"""Binary elementwise add (with fused activation) and mul: every tensor input and the
-output observed separately (ESP-NN rescales each input to the output scale)."""
+"""Binary elementwise add and sub (with fused activation) and mul: every tensor input and the
+output observed separately (ESP-NN rescales each input to the output scale; sub is its add
+with the second operand's multiplier negated)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,18 @@ class AddAnnotator:
         inputs = _tensor_inputs(node, cfg, ctx)
         out = annotate_output(node, cfg, ctx)
         annotate(node, inputs, None if out is not node else cfg.activation)
+
+
+class SubAnnotator(AddAnnotator):
+    """a - b, a - c, c - a (rsub): annotated as add is."""
+
+    targets: frozenset[OpOverload] = frozenset({
+        aten.sub.Tensor,
+        aten.sub_.Tensor,
+        aten.sub.Scalar,
+        aten.rsub.Tensor,
+        aten.rsub.Scalar,
+    })
 
 
 class MulAnnotator:

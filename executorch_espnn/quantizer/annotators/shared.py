@@ -1,6 +1,6 @@
 """Ops whose output reuses the input's quantization (no requantisation on ESP-NN):
-pooling, spatial mean, padding, data movement, eval-mode dropout, nearest upsampling, cat, stack,
-and the pieces of split/chunk."""
+pooling, spatial mean, padding, data movement, eval-mode dropout, nearest and bilinear upsampling,
+cat, stack, and the pieces of split/chunk."""
 
 from __future__ import annotations
 
@@ -45,9 +45,11 @@ _SINGLE_INPUT: frozenset[OpOverload] = frozenset({
     # identity in eval mode
     aten.dropout.default,
     aten.feature_dropout.default,
-    # nearest upsampling copies values
+    # nearest upsampling copies values; bilinear's are convex combinations of the input's
     aten.upsample_nearest2d.vec,
     aten.upsample_nearest2d.default,
+    aten.upsample_bilinear2d.vec,
+    aten.upsample_bilinear2d.default,
 })
 
 
