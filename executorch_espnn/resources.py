@@ -4,7 +4,8 @@ PlatformIO platform and the CMake package.
 They live in the package, under ``executorch_espnn/_data/``, looked up through
 ``importlib.resources`` — the only code that knows where they are.  In a checkout ``_data/``
 holds links to the checkout's top-level folders (``espnn_component``, ``templates``,
-``boards``, ``builder``, ``platform.json``, ``platform.py``); a wheel or sdist build follows the
+``boards``, ``builder``, ``platform.json``, ``platform.py``, and ``scripts`` for the idf.py
+route's ``espnn_idf_model.py``/``fetch_sources.py``); a wheel or sdist build follows the
 links and ships the files themselves.  So the checkout and an installed package take the same
 lookups, and the tests exercise the one code path users get.
 
@@ -21,7 +22,7 @@ from .errors import MissingResourceError
 
 DATA = "_data"
 # what _data/ must hold: a wheel that lacks one of these is broken, not merely smaller
-CONTENTS = ("espnn_component", "templates", "boards", "builder", "platform.json", "platform.py")
+CONTENTS = ("espnn_component", "templates", "boards", "builder", "platform.json", "platform.py", "scripts")
 PLATFORM_CONTENTS = ("platform.json", "platform.py", "boards", "builder", "espnn_component")
 CMAKE_PACKAGE = ("espnn_component", "cmake", "package")
 

@@ -55,7 +55,9 @@ def test_the_wheel_carries_component_templates_cmake_package_and_platform(wheel:
                 "espnn_component/cmake/package/executorch_espnn-config.cmake",
                 "espnn_component/cmake/executorch_runtime.cmake", "templates/model_pte.h.j2",
                 "templates/init/platformio.ini.j2", "platform.json", "platform.py", "boards/host.json",
-                "builder/main.py", "builder/frameworks/arduino.py", "builder/espnn_pio/scons_steps.py"):
+                "builder/main.py", "builder/frameworks/arduino.py", "builder/espnn_pio/scons_steps.py",
+                "espnn_component/cmake/idf_project.cmake", "scripts/espnn_idf_model.py",
+                "scripts/fetch_sources.py"):
         assert f"{data}/{rel}" in names, rel
     # every file of the checkout's parts, nothing cached
     for part in ("espnn_component", "templates", "builder"):
