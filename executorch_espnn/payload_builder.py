@@ -94,7 +94,12 @@ class Limits:
 
 
 class LimitExceeded(Unsupported):
-    """The payload would exceed one of the engine's limits: split the partition."""
+    """The payload would exceed one of the engine's limits: split the partition.
+    ``limit`` names it as a user sets it (``max_ops``, ``max_io``, ...), when there is an option."""
+
+    def __init__(self, reason: str, limit: str | None = None) -> None:
+        super().__init__(reason)
+        self.limit = limit
 
 
 @dataclass
@@ -444,14 +449,14 @@ class PayloadBuilder:
     # ------------------------------------------------------------------ finish
     def _check_limits(self) -> None:
         lim = self.limits
-        for what, n, hi in (
-            ("tensors", len(self.tensors), lim.max_tensors),
-            ("ops", len(self.ops), lim.max_ops),
-            ("inputs", len(self.inputs), lim.max_io),
-            ("outputs", len(self.outputs), lim.max_io),
+        for what, n, hi, option in (
+            ("tensors", len(self.tensors), lim.max_tensors, "max_tensors"),
+            ("ops", len(self.ops), lim.max_ops, "max_ops"),
+            ("inputs", len(self.inputs), lim.max_io, "max_io"),
+            ("outputs", len(self.outputs), lim.max_io, "max_io"),
         ):
             if n > hi:
-                raise LimitExceeded(f"the partition needs {n} {what}, the engine allows {hi}")
+                raise LimitExceeded(f"the partition needs {n} {what}, the engine allows {hi}", option)
 
     def finish(self, outputs: Sequence[Node]) -> BuildResult:
         for k, node in enumerate(outputs):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .decisions import OpDecision
@@ -78,6 +78,10 @@ class PartitionReport:
     outputs: tuple[TensorSpec, ...]
     target: str
     producer: str
+    # where and why the partition starts, completing "partition i starts ...": "at the
+    # model's inputs", "after CPU operator ...", "here: ... would exceed an engine limit ..."
+    # ("" for a ready .pte: the reasons come from the partitioner)
+    starts: str = ""
 
 
 @dataclass(frozen=True)
@@ -162,6 +166,7 @@ class LoweringReport:
                     "arena_lower_bound": p.arena_lower_bound, "scratch_bytes": p.scratch_bytes,
                     "weights_bytes": p.weights_bytes, "state_bytes": p.state_bytes,
                     "payload_bytes": p.payload_bytes, "target": p.target, "producer": p.producer,
+                    "starts": p.starts,
                     "inputs": [ts(t) for t in p.inputs], "outputs": [ts(t) for t in p.outputs],
                 }
                 for p in self.partitions
@@ -209,6 +214,7 @@ class LoweringReport:
                   _b(p.arena_lower_bound), _b(p.scratch_bytes), _b(p.weights_bytes),
                   f"{len(p.inputs)} -> {len(p.outputs)}"] for p in self.partitions],
             )
+            out += [f"  partition {p.index} starts {p.starts}" for p in self.partitions if p.starts]
         out += ["", f"Operators on the CPU ({len(self.cpu_ops)})"]
         if self.cpu_ops:
             out += _table(["operator", "location", "reason"],
@@ -574,17 +580,22 @@ def build_report(
     input_names: Sequence[str] | None = None,
     output_names: Sequence[str] | None = None,
     timings: dict[str, float] | None = None,
+    partition_starts: Sequence[str] | None = None,
 ) -> LoweringReport:
     """The report of a ``.pte``.  ``decisions`` (from ``EspNNPartitioner.decisions``) supply
-    the reasons and locations; without them (a ready .pte) operators are listed from the
-    payloads and the program's CPU instructions."""
+    the reasons and locations, ``partition_starts`` (``EspNNPartitioner.partition_starts``)
+    why each partition starts where it does; without them (a ready .pte) operators are
+    listed from the payloads and the program's CPU instructions."""
     prog = _load_program(pte)
     plan = prog.plan
     partitions: list[PartitionReport] = []
     fast: list[FastPathLayer] = []
     decoded: dict[int, Payload] = {}
+    starts = list(partition_starts or [])
     for part, (di, data) in enumerate(prog.payloads):
         rep, layers, p = analyse_payload(part, data)
+        if part < len(starts):
+            rep = replace(rep, starts=starts[part])
         partitions.append(rep)
         fast += layers
         decoded[di] = p
