@@ -148,12 +148,14 @@ class PayloadBuilder:
         ))
 
     def constant(self, array: npt.NDArray[np.generic]) -> int:
-        """A constant tensor (int8/int32), deduplicated by content."""
+        """A constant tensor (int8/int32/float32), deduplicated by content."""
         arr = np.ascontiguousarray(array)
         if arr.dtype == np.int8:
             dt = DType.INT8
         elif arr.dtype == np.int32:
             dt = DType.INT32
+        elif arr.dtype == np.float32:
+            dt = DType.FLOAT32
         else:
             raise TypeError(f"constant of dtype {arr.dtype}")
         raw = arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()

@@ -11,6 +11,7 @@ import torch
 from executorch_espnn.decisions import OpDecision
 from executorch_espnn.errors import PteError
 from executorch_espnn.payload import decode
+from executorch_espnn.payload.format import FORMAT_MINOR
 from executorch_espnn.report import (
     UNCALIBRATED_WARNING,
     FastPathLayer,
@@ -157,7 +158,7 @@ def test_cpu_only_program_figures() -> None:
     assert rep.warnings[0] == UNCALIBRATED_WARNING
     assert any("no operator was delegated" in w for w in rep.warnings)
     assert rep.pte_bytes == len(pte)
-    assert rep.versions["executorch_espnn"] == ee_version and rep.versions["payload_format"] == "2.0"
+    assert rep.versions["executorch_espnn"] == ee_version and rep.versions["payload_format"] == f"2.{FORMAT_MINOR}"
     assert rep.versions["torch"].startswith(torch.__version__.split("+")[0])
     json.dumps(rep.to_dict())
 

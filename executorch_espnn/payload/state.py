@@ -41,6 +41,7 @@ OP_STATE_BYTES: dict[Opcode, int] = {
     Opcode.CONCAT: 12,
     Opcode.PAD: 56,
     Opcode.UPSAMPLE_NEAREST: 24,
+    Opcode.AVG_POOL2D_FLOAT: 52,
 }
 
 

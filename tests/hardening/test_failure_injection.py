@@ -27,6 +27,7 @@ import pytest
 from executorch_espnn import host
 from executorch_espnn.errors import HostRuntimeError
 from executorch_espnn.payload import decode
+from executorch_espnn.payload.format import FORMAT_MINOR
 from executorch_espnn.pte import delegate_payloads
 from executorch_espnn.version import __version__, version_tuple
 from tests.hardening import cpp_build
@@ -116,15 +117,16 @@ def test_espnn_model_begin_each_allocation_fails_and_stamps_checked(asan_build: 
     older_et, newer_et = f"{et_major}.{et_minor - 1}.0", f"{et_major}.{et_minor + 1}.0"
     older_pkg = f"{major}.{minor - 1}.9" if minor > 0 else f"{major - 1}.9.0"
     newer_pkg = f"{major}.{minor + 1}.0"
+    now = FORMAT_MINOR
     variants = [
-        ("--stamp", older_et, __version__, 2, 0),
-        ("--stamp", newer_et, __version__, 2, 0),
-        ("--stamp", et, older_pkg, 2, 0),
-        ("--stamp", et, newer_pkg, 2, 0),
+        ("--stamp", older_et, __version__, 2, now),
+        ("--stamp", newer_et, __version__, 2, now),
+        ("--stamp", et, older_pkg, 2, now),
+        ("--stamp", et, newer_pkg, 2, now),
         ("--stamp", et, __version__, 1, 0),
-        ("--stamp", et, __version__, 2, 1),
+        ("--stamp", et, __version__, 2, now + 1),
         ("--stamp", et, __version__, 3, 0),
-        ("--stamp-ok", et, f"{major}.{minor}.{patch + 7}", 2, 0),
+        ("--stamp-ok", et, f"{major}.{minor}.{patch + 7}", 2, now),
     ]
     out = _run(asan_build / "failure_injection_policy",
                [str(island_pte), "--begin", str(sizes.planned_bytes),
@@ -150,7 +152,7 @@ def test_espnn_model_begin_each_allocation_fails_and_stamps_checked(asan_build: 
         assert (f"model header built by executorch-espnn {v_pkg} for ExecuTorch {v_et} "
                 f"(payload format {fmaj}.{fmin})") in msg, msg
         assert f"this runtime is executorch-espnn {__version__} with ExecuTorch {et} " \
-               f"(payload format 2.0)" in msg, msg
+               f"(payload format 2.{FORMAT_MINOR})" in msg, msg
 
 
 def _patch_payload(pte: bytes, index: int, fmt: tuple[int, int] | None = None,
@@ -176,7 +178,7 @@ def test_payload_versions_each_direction_through_host_run(island_pte: Path) -> N
     refused: list[tuple[str, dict[str, object]]] = [
         ("producer older", {"producer": older}),
         ("producer newer", {"producer": (major, minor + 1, 0)}),
-        ("format newer minor", {"fmt": (2, 1)}),
+        ("format newer minor", {"fmt": (2, FORMAT_MINOR + 1)}),
         ("format older major", {"fmt": (1, 0)}),
         ("format newer major", {"fmt": (3, 0)}),
     ]
@@ -188,10 +190,10 @@ def test_payload_versions_each_direction_through_host_run(island_pte: Path) -> N
             with pytest.raises(HostRuntimeError) as e:
                 host.run(bad, [x])
             msg = str(e.value)
-            fmt = change.get("fmt", (2, 0))
+            fmt = change.get("fmt", (2, FORMAT_MINOR))
             prod = change.get("producer", (major, minor, patch))
             want = (f"payload format {fmt[0]}.{fmt[1]} / producer {prod[0]}.{prod[1]}.{prod[2]}, "  # type: ignore[index]
-                    f"runtime reads format 2.0 from producer {major}.{minor}.x")
+                    f"runtime reads format 2.{FORMAT_MINOR} from producer {major}.{minor}.x")
             assert want in msg, (what, msg)
     # a newer patch of the same major.minor is compatible, and gives the same outputs
     ok = host.run(_patch_payload(pte, 0, producer=(major, minor, patch + 7)), [x])

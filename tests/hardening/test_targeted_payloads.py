@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from executorch_espnn.payload import PayloadError, decode
+from executorch_espnn.payload.format import FORMAT_MINOR
 from fuzz import build
 from tests.hardening.surgery import Surgeon
 from tests.payload_factory import all_cases
@@ -115,6 +116,16 @@ CASES: list[Targeted] = [
              lambda s: s.dims(2, (256, 65535, 65535, 1), rank=3), INVALID, "nbytes", tensor=2),
     Targeted("lut_table_short", "lut_gelu",
              lambda s: s.dims(2, (255, 1, 1, 1)), INVALID, "table", op=0),
+    Targeted("float_pool_dequant_table_short", "avgf_2x2",
+             lambda s: s.dims(2, (255, 1, 1, 1)), INVALID, "dequant", op=0),
+    Targeted("float_pool_dequant_table_int32", "avgf_2x2",
+             lambda s: s.tensor(2, "dtype", 4), INVALID, "dequant", op=0),
+    Targeted("float_pool_torch_op_unknown", "avgf_2x2",
+             lambda s: s.param(0, "torch_op", 3), INVALID, "torch_op", op=0),
+    Targeted("float_pool_mean_window_not_the_input", "avgf_mean_2x3",
+             lambda s: s.param(0, "kernel_w", 2), INVALID, "kernel_w", op=0),
+    Targeted("float_pool_adaptive_padded", "avgf_adaptive_4x3",
+             lambda s: s.param(0, "pad_top", 1), INVALID, "pad_top", op=0),
     # --- alignment and offsets past the end -----------------------------------------------
     Targeted("int32_constant_at_odd_offset", "conv_1x1",
              lambda s: s.tensor(3, "offset", 385), INVALID, "offset", tensor=3),
@@ -163,7 +174,8 @@ CASES: list[Targeted] = [
              lambda s: s.op(0, "opcode", 19), INVALID, "opcode", op=0),
     Targeted("opcode_zero", "conv_1x1", lambda s: s.op(0, "opcode", 0), INVALID, "opcode", op=0),
     Targeted("format_minor_newer_than_reader", "conv_1x1",
-             lambda s: s.header("format_minor", 1), "ESPNN_ERR_VERSION", "format_version"),
+             lambda s: s.header("format_minor", FORMAT_MINOR + 1), "ESPNN_ERR_VERSION",
+             "format_version"),
     Targeted("format_major_1", "conv_1x1",
              lambda s: s.header("format_major", 1), "ESPNN_ERR_VERSION", "format_version"),
     Targeted("format_major_3", "conv_1x1",

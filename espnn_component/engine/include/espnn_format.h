@@ -3,7 +3,7 @@
  * and templates/engine/espnn_format.h.j2: do not edit; change those and regenerate
  * (tests/test_payload_format.py fails while this copy is stale).
  *
- * Delegate payload format 2.0: constants shared by the parser and the ops.
+ * Delegate payload format 2.1: constants shared by the parser and the ops.
  * docs/payload-format.md is the prose spec.
  */
 #ifndef ESPNN_FORMAT_H
@@ -14,7 +14,7 @@
 #define ESPNN_MAGIC_2 0x4E /* 'N' */
 #define ESPNN_MAGIC_3 0x4E /* 'N' */
 #define ESPNN_FORMAT_MAJOR 2
-#define ESPNN_FORMAT_MINOR 0
+#define ESPNN_FORMAT_MINOR 1
 
 #define ESPNN_HEADER_SIZE 64
 #define ESPNN_TENSOR_RECORD_SIZE 24
@@ -78,9 +78,10 @@
 #define ESPNN_OP_CONCAT 16
 #define ESPNN_OP_PAD 17
 #define ESPNN_OP_UPSAMPLE_NEAREST 18
-#define ESPNN_OP_COUNT 19 /* one past the last opcode */
+#define ESPNN_OP_AVG_POOL2D_FLOAT 28
+#define ESPNN_OP_COUNT 29 /* one past the last opcode */
 
-/* number of int32 parameter words per opcode (format 2.0) */
+/* number of int32 parameter words per opcode (format 2.1) */
 #define ESPNN_PARAMS_QUANTIZE 4
 #define ESPNN_PARAMS_DEQUANTIZE 4
 #define ESPNN_PARAMS_CONV2D 13
@@ -99,6 +100,7 @@
 #define ESPNN_PARAMS_CONCAT 1
 #define ESPNN_PARAMS_PAD 9
 #define ESPNN_PARAMS_UPSAMPLE_NEAREST 0
+#define ESPNN_PARAMS_AVG_POOL2D_FLOAT 12
 
 /* the index of each int32 parameter word of each opcode (their order in the op record) */
 #define ESPNN_P_QUANTIZE_PERM0 0
@@ -208,9 +210,28 @@
 #define ESPNN_P_PAD_AFTER2 6
 #define ESPNN_P_PAD_AFTER3 7
 #define ESPNN_P_PAD_VALUE 8
+#define ESPNN_P_AVG_POOL2D_FLOAT_KERNEL_H 0
+#define ESPNN_P_AVG_POOL2D_FLOAT_KERNEL_W 1
+#define ESPNN_P_AVG_POOL2D_FLOAT_STRIDE_H 2
+#define ESPNN_P_AVG_POOL2D_FLOAT_STRIDE_W 3
+#define ESPNN_P_AVG_POOL2D_FLOAT_PAD_TOP 4
+#define ESPNN_P_AVG_POOL2D_FLOAT_PAD_LEFT 5
+#define ESPNN_P_AVG_POOL2D_FLOAT_PAD_BOTTOM 6
+#define ESPNN_P_AVG_POOL2D_FLOAT_PAD_RIGHT 7
+#define ESPNN_P_AVG_POOL2D_FLOAT_ACT_MIN 8
+#define ESPNN_P_AVG_POOL2D_FLOAT_ACT_MAX 9
+#define ESPNN_P_AVG_POOL2D_FLOAT_DIVISOR_MODE 10
+#define ESPNN_P_AVG_POOL2D_FLOAT_TORCH_OP 11
 
 #define ESPNN_AVG_DIVISOR_VALID 0
 #define ESPNN_AVG_DIVISOR_INCLUDE_PAD 1
+
+/* AVG_POOL2D_FLOAT: the dequant table's length and torch_op values (the PyTorch CPU kernel
+ * whose float32 arithmetic the op reproduces) */
+#define ESPNN_DEQUANT_TABLE_SIZE 256
+#define ESPNN_AVG_TORCH_POOL 0
+#define ESPNN_AVG_TORCH_ADAPTIVE 1
+#define ESPNN_AVG_TORCH_MEAN 2
 
 #define ESPNN_SHIFT_MIN (-31)
 #define ESPNN_SHIFT_MAX 0

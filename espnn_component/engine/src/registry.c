@@ -27,6 +27,7 @@ extern const espnn_op_family_t espnn_family_slice;
 extern const espnn_op_family_t espnn_family_concat;
 extern const espnn_op_family_t espnn_family_pad;
 extern const espnn_op_family_t espnn_family_upsample_nearest;
+extern const espnn_op_family_t espnn_family_avg_pool2d_float;
 
 /* QUANTIZE, DEQUANTIZE, TRANSPOSE */
 static const char *const p_quantize[] = {
@@ -72,6 +73,10 @@ static const char *const p_concat[] = {
 };
 static const char *const p_pad[] = {
     "before0", "before1", "before2", "before3", "after0", "after1", "after2", "after3", "value",
+};
+static const char *const p_avg_pool2d_float[] = {
+    "kernel_h", "kernel_w", "stride_h", "stride_w", "pad_top", "pad_left", "pad_bottom",
+    "pad_right", "act_min", "act_max", "divisor_mode", "torch_op",
 };
 
 static const espnn_op_spec_t specs[ESPNN_OP_COUNT] = {
@@ -139,6 +144,10 @@ static const espnn_op_spec_t specs[ESPNN_OP_COUNT] = {
     [ESPNN_OP_UPSAMPLE_NEAREST] = {
         .name = "UPSAMPLE_NEAREST", .n_inputs = 3, .n_params = ESPNN_PARAMS_UPSAMPLE_NEAREST,
     },
+    [ESPNN_OP_AVG_POOL2D_FLOAT] = {
+        .name = "AVG_POOL2D_FLOAT", .n_inputs = 2, .n_params = ESPNN_PARAMS_AVG_POOL2D_FLOAT,
+        .since_minor = 1, .params = p_avg_pool2d_float,
+    },
 };
 
 static const espnn_op_family_t *const families[ESPNN_OP_COUNT] = {
@@ -160,6 +169,7 @@ static const espnn_op_family_t *const families[ESPNN_OP_COUNT] = {
     [ESPNN_OP_CONCAT] = &espnn_family_concat,
     [ESPNN_OP_PAD] = &espnn_family_pad,
     [ESPNN_OP_UPSAMPLE_NEAREST] = &espnn_family_upsample_nearest,
+    [ESPNN_OP_AVG_POOL2D_FLOAT] = &espnn_family_avg_pool2d_float,
 };
 
 /* element size of each dtype; 0 for a code that is no dtype */
@@ -173,7 +183,8 @@ static const uint8_t dtype_sizes[] = {
 
 const espnn_op_spec_t *espnn_op_spec(uint32_t opcode)
 {
-    if (opcode == 0 || opcode >= ESPNN_OP_COUNT) {
+    /* codes without a spec (0, and any gap in the numbering) are unknown opcodes */
+    if (opcode == 0 || opcode >= ESPNN_OP_COUNT || specs[opcode].name == NULL) {
         return NULL;
     }
     return &specs[opcode];
@@ -181,7 +192,7 @@ const espnn_op_spec_t *espnn_op_spec(uint32_t opcode)
 
 const espnn_op_family_t *espnn_op_family(uint32_t opcode)
 {
-    if (opcode == 0 || opcode >= ESPNN_OP_COUNT) {
+    if (opcode == 0 || opcode >= ESPNN_OP_COUNT || specs[opcode].name == NULL) {
         return NULL;
     }
     return families[opcode];
