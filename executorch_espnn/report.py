@@ -17,10 +17,11 @@ from typing import Any
 from .decisions import OpDecision
 from .errors import PteError
 from .payload import DType, Opcode, Payload, PayloadError, Storage, decode
+from .payload.format import AVG_TORCH_ADAPTIVE, AVG_TORCH_MEAN, AVG_TORCH_POOL
 from .payload.state import state_bytes
 from .pte import BACKEND_ID
 
-REPORT_SCHEMA = 1
+REPORT_SCHEMA = 2  # 2: partitions[].starts, float_averages
 # the engine runs depthwise convolutions whose padded input is taller or wider than this on its
 # own kernel (ESP-NN indexes the padded input with int16_t; engine/ops/depthwise_conv2d.c)
 DW_MAX_SPAN = 32767
@@ -97,6 +98,19 @@ class FastPathLayer:
     why: str
 
 
+@dataclass(frozen=True)
+class FloatAverage:
+    """An average run on the engine's float32 kernel (AVG_POOL2D_FLOAT) instead of ESP-NN's
+    integer average pool, whose rounding of tied window sums differs from PyTorch's."""
+
+    partition: int
+    op: int  # op index inside the payload
+    layer: str  # "avg pool 2x2/2", "mean 4x4", "adaptive avg pool 3x4"
+    shape: str  # "16x16x8 -> 8x8x8"
+    adds: int  # float32 additions per inference (one per window tap)
+    why: str
+
+
 @dataclass
 class LoweringReport:
     target: str
@@ -118,6 +132,7 @@ class LoweringReport:
     calibrated: bool | None = None  # None: unknown (a ready .pte)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per lowering stage
     versions: dict[str, str] = field(default_factory=dict)  # package/format/toolchain versions
+    float_averages: list[FloatAverage] = field(default_factory=list)
 
     @property
     def delegate_weights_bytes(self) -> int:
@@ -181,6 +196,11 @@ class LoweringReport:
                     for f in self.fast_path
                 ],
             },
+            "float_averages": [
+                {"partition": a.partition, "op": a.op, "layer": a.layer, "shape": a.shape,
+                 "adds": a.adds, "why": a.why}
+                for a in self.float_averages
+            ],
             "timings": dict(self.timings),
             "versions": dict(self.versions),
             "warnings": list(self.warnings),
@@ -242,6 +262,14 @@ class LoweringReport:
                 ["part", "op", "layer", "shape", "MACs", "fast", "why"],
                 [[str(f.partition), str(f.op), f.layer, f.shape, _macs(f.macs),
                   "yes" if f.fast else "NO", f.why] for f in self.fast_path],
+            )
+        if self.float_averages:
+            out += ["", "Averages on the engine's float32 kernel instead of ESP-NN's (PyTorch's rounding; "
+                    "docs/operators.md, Rounding)"]
+            out += _table(
+                ["part", "op", "layer", "shape", "float adds", "why"],
+                [[str(a.partition), str(a.op), a.layer, a.shape, f"{a.adds:,}", a.why]
+                 for a in self.float_averages],
             )
         if self.timings:
             out += ["", "Lowering time: " + ", ".join(f"{k} {v:.2f} s" for k, v in self.timings.items())]
@@ -391,6 +419,30 @@ def _conv_layer(part: int, i: int, p: Payload) -> FastPathLayer | None:
                                  f"1x1 with {cin} input channels, not a multiple of 8")
         return FastPathLayer(part, i, layer, shape, macs, True, f"1x1, {cin} channels % 8 == 0")
     return FastPathLayer(part, i, layer, shape, macs, True, "dense conv: SIMD path")
+
+
+_TORCH_OPS = {AVG_TORCH_POOL: "avg pool", AVG_TORCH_ADAPTIVE: "adaptive avg pool", AVG_TORCH_MEAN: "mean"}
+
+
+def _float_average(part: int, i: int, p: Payload) -> FloatAverage | None:
+    op = p.ops[i]
+    if op.opcode != Opcode.AVG_POOL2D_FLOAT:
+        return None
+    x_id = op.inputs[0]
+    assert x_id is not None
+    x, y = p.tensors[x_id], p.tensors[op.output]
+    pr = op.params
+    kh, kw, sh = pr["kernel_h"], pr["kernel_w"], pr["stride_h"]
+    kind = _TORCH_OPS.get(pr["torch_op"], "average")
+    layer = f"{kind} {kh}x{kw}" + (f"/{sh}" if pr["torch_op"] == AVG_TORCH_POOL else "")
+    n, oh, ow, c = y.dims
+    h, w = x.dims[1], x.dims[2]
+    # one addition per tap inside the input (padding taps are not summed)
+    y0 = [oy * sh - pr["pad_top"] for oy in range(oh)]
+    x0 = [ox * pr["stride_w"] - pr["pad_left"] for ox in range(ow)]
+    taps = (sum(min(a + kh, h) - max(a, 0) for a in y0) * sum(min(b + kw, w) - max(b, 0) for b in x0))
+    return FloatAverage(part, i, layer, f"{_hwc(x.dims)} -> {_hwc(y.dims)}", n * c * taps,
+                        "a window sum can tie: PyTorch's float32 average, not ESP-NN's (ties away from zero)")
 
 
 def analyse_payload(index: int, data: bytes) -> tuple[PartitionReport, list[FastPathLayer], Payload]:
@@ -590,6 +642,7 @@ def build_report(
     plan = prog.plan
     partitions: list[PartitionReport] = []
     fast: list[FastPathLayer] = []
+    floats: list[FloatAverage] = []
     decoded: dict[int, Payload] = {}
     starts = list(partition_starts or [])
     for part, (di, data) in enumerate(prog.payloads):
@@ -598,6 +651,7 @@ def build_report(
             rep = replace(rep, starts=starts[part])
         partitions.append(rep)
         fast += layers
+        floats += [a for i in range(len(p.ops)) if (a := _float_average(part, i, p)) is not None]
         decoded[di] = p
 
     delegated: list[OpEntry]
@@ -652,6 +706,7 @@ def build_report(
         calibrated=calibrated,
         timings=dict(timings or {}),
         versions=_versions(),
+        float_averages=floats,
     )
 
 
