@@ -10,8 +10,8 @@
    scales; for averages both with ESP-NN's integer average pool ("espnn") and with the
    engine's float32 kernel AVG_POOL2D_FLOAT ("float"), which the lowering picks where a window
    sum can tie.
-2. Models trained on scikit-learn's digits (tests/test_trained_digits.py): logits within 1 LSB,
-   the worst difference and flipped predictions, both ways.
+2. Models trained on scikit-learn's digits (devkit/digits.py, tests/test_trained_digits.py):
+   logits within 1 LSB, the worst difference and flipped predictions, both ways.
 3. Host instructions per inference under callgrind (benchmarks/callgrind.py) of the same
    programs both ways: what the float32 kernel costs over ESP-NN's on this machine.  The
    ESP32-S3 runs ESP-NN's average pool as SIMD assembly and float32 additions on its FPU;
@@ -103,7 +103,7 @@ OPS: list[tuple[str, Callable[..., torch.Tensor], list[tuple[int, ...]], bool]] 
 
 
 def agreement(n_scales: int) -> list[Agreement]:
-    from tests.lowering_helpers import lower
+    from devkit.lowering_helpers import lower
 
     out: list[Agreement] = []
     for name, fn, shapes, is_average in OPS:
@@ -136,9 +136,9 @@ class Trained:
 
 
 def trained() -> list[Trained]:
+    from devkit.digits import MODELS, load_digits_split, train
+    from devkit.lowering_helpers import lower, quantize_module
     from executorch_espnn.reference import run_delegate
-    from tests.lowering_helpers import lower, quantize_module
-    from tests.test_trained_digits import MODELS, load_digits_split, train
 
     data = load_digits_split()
     out: list[Trained] = []
@@ -185,7 +185,7 @@ def costs(models: list[tuple[str, bytes, bytes]], work: Path) -> list[Cost]:
 
 
 def _layer_models() -> list[tuple[str, bytes, bytes]]:
-    from tests.lowering_helpers import lower
+    from devkit.lowering_helpers import lower
 
     out = []
     for name, fn, shape in (("avg_pool2d 2x2 of 32x32x32", lambda x: F.avg_pool2d(x, 2), (1, 32, 32, 32)),

@@ -16,8 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from devkit.lowering_helpers import Lowered, check_numerics, lower
 from executorch_espnn.payload import Opcode
-from tests.lowering_helpers import Lowered, check_numerics, lower
 
 
 class Fn(nn.Module):
@@ -414,7 +414,7 @@ def test_conv1d_value_checks_keep_it_on_cpu(make: Callable[[], nn.Module], shape
 def test_mean_with_its_own_output_scale_uses_mean_hw() -> None:
     """When the output is quantized differently from the input (edited graph), the global
     average is a MEAN_HW with a requantisation, still within 1 LSB of the float program."""
-    from tests.lowering_helpers import quantize_module
+    from devkit.lowering_helpers import quantize_module
 
     m = Fn(lambda mods, x: x.mean((2, 3), keepdim=True)).eval()
     ex = (torch.randn(1, 6, 5, 7),)
@@ -489,7 +489,7 @@ def _requantize_input(q: Any, index: int, scale_factor: float, zp_shift: int) ->
 def test_stack_requantises_inputs_with_other_quantization() -> None:
     """An input quantized differently from the stack's output passes through a LUT (exactly
     dequantize -> quantize) before the CONCAT; the others are copied as they are."""
-    from tests.lowering_helpers import quantize_module
+    from devkit.lowering_helpers import quantize_module
 
     m = Fn(lambda mods, x, y: torch.stack([x, y], 1)).eval()
     ex = (torch.randn(2, 3, 4), torch.randn(2, 3, 4))
@@ -520,8 +520,8 @@ def test_stack_of_more_than_16_tensors_stays_on_cpu() -> None:
 def _mean_last_dim_with_output(scale_factor: float | None) -> Lowered:
     """x.mean(-1) of [2, 3, 10] with the output quantization edited: the input's own
     parameters (``None``) or the observed output scale times ``scale_factor``."""
+    from devkit.lowering_helpers import quantize_module
     from executorch_espnn.graph.names import node_op
-    from tests.lowering_helpers import quantize_module
 
     m = Fn(lambda mods, x: x.mean(-1)).eval()
     ex = (torch.randn(2, 3, 10),)

@@ -19,8 +19,8 @@ import torch.nn.functional as F
 from torch import nn
 
 import executorch_espnn as ee
+from devkit.lowering_helpers import check_numerics, lower
 from executorch_espnn.payload.format import MAX_IO
-from tests.lowering_helpers import check_numerics, lower
 
 qd = torch.ops.quantized_decomposed
 

@@ -24,11 +24,11 @@ from torch import nn
 
 import executorch_espnn as ee
 import executorch_espnn.ops.pool as pool_lowering
+from devkit.lowering_helpers import Lowered, lower
+from devkit.payload_factory import QParams as Q
+from devkit.payload_factory import torch_dequantize, torch_quantize
 from executorch_espnn.ops.pool import tie_free
 from executorch_espnn.reference import run_delegate
-from tests.lowering_helpers import Lowered, lower
-from tests.payload_factory import QParams as Q
-from tests.payload_factory import torch_dequantize, torch_quantize
 
 
 class Fn(nn.Module):
