@@ -55,6 +55,71 @@ def test_eval_dropout_in_place_or_not_is_one_partition(dropout: nn.Module) -> No
     check_numerics(low, max_lsb=1)
 
 
+class SqueezeExcite(nn.Module):
+    def __init__(self, c: int, r: int) -> None:
+        super().__init__()
+        self.reduce, self.expand = nn.Conv2d(c, r, 1), nn.Conv2d(r, c, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        s = F.adaptive_avg_pool2d(x, 1)
+        return x * torch.sigmoid(self.expand(F.silu(self.reduce(s))))
+
+
+class MBConv(nn.Module):
+    """EfficientNet-B0's block (torchvision's MBConv, written out): 1x1 expand, depthwise,
+    squeeze-excite, 1x1 project, residual when the shape allows; MNASNet's without SE, ReLU."""
+
+    def __init__(self, cin: int, cout: int, stride: int, expand: int, se: bool) -> None:
+        super().__init__()
+        mid = cin * expand
+        act: type[nn.Module] = nn.SiLU if se else nn.ReLU
+        self.body = nn.Sequential(
+            nn.Conv2d(cin, mid, 1, bias=False), nn.BatchNorm2d(mid), act(inplace=True),
+            nn.Conv2d(mid, mid, 3, stride, 1, groups=mid, bias=False), nn.BatchNorm2d(mid), act(inplace=True),
+            SqueezeExcite(mid, max(1, cin // 4)) if se else nn.Identity(),
+            nn.Conv2d(mid, cout, 1, bias=False), nn.BatchNorm2d(cout),
+        )
+        self.residual = stride == 1 and cin == cout
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.body(x)
+        return x + y if self.residual else y
+
+
+class TinyEfficientNet(nn.Module):
+    """EfficientNet-B0's / MNASNet's layout at toy size: stem, MBConv stages, 1x1 head, global
+    average, and torchvision's classifier ``Sequential(Dropout(p, inplace=True), Linear)``."""
+
+    def __init__(self, se: bool) -> None:
+        super().__init__()
+        act: type[nn.Module] = nn.SiLU if se else nn.ReLU
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 8, 3, 2, 1, bias=False), nn.BatchNorm2d(8), act(inplace=True),
+            MBConv(8, 8, 1, 1, se), MBConv(8, 12, 2, 4, se), MBConv(12, 12, 1, 4, se),
+            nn.Conv2d(12, 32, 1, bias=False), nn.BatchNorm2d(32), act(inplace=True),
+        )
+        self.se = se
+        self.classifier = nn.Sequential(nn.Dropout(0.2, inplace=True), nn.Linear(32, 10))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.features(x)
+        # EfficientNet: AdaptiveAvgPool2d(1) + flatten; MNASNet: x.mean([2, 3])
+        x = torch.flatten(F.adaptive_avg_pool2d(x, 1), 1) if self.se else x.mean([2, 3])
+        return self.classifier(x)
+
+
+@pytest.mark.parametrize("se", [True, False], ids=["efficientnet_style", "mnasnet_style"])
+def test_an_efficientnet_or_mnasnet_style_classifier_is_one_partition(se: bool) -> None:
+    torch.manual_seed(0)
+    m = TinyEfficientNet(se).eval()
+    g = torch.Generator().manual_seed(0)
+    calib = [(torch.randn(2, 3, 32, 32, generator=g),) for _ in range(3)]
+    rep = ee.lower(m, calib[0], calibration=calib).report
+    assert rep.cpu_ops == [] and len(rep.partitions) == 1, [(e.operator, e.reason) for e in rep.cpu_ops]
+    assert rep.partitions[0].starts == "at the model's inputs"
+    assert "partition 0 starts at the model's inputs" in str(rep)
+
+
 class Requantize(nn.Module):
     """A dequantize read straight by a quantize with other qparams (what an operator that
     vanished in to_edge leaves between two observers), written out as the converted graph."""
