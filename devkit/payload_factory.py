@@ -37,7 +37,14 @@ from executorch_espnn.payload import (
     TensorRec,
     encode,
 )
-from executorch_espnn.payload.format import AVG_DIVISOR_INCLUDE_PAD, AVG_DIVISOR_VALID, BILINEAR_ONE
+from executorch_espnn.payload.format import (
+    AVG_DIVISOR_INCLUDE_PAD,
+    AVG_DIVISOR_VALID,
+    AVG_TORCH_ADAPTIVE,
+    AVG_TORCH_MEAN,
+    AVG_TORCH_POOL,
+    BILINEAR_ONE,
+)
 from executorch_espnn.planner import PlanBuffer, plan_arena
 from executorch_espnn.quant_math import add_params, quantize_multiplier, softmax_params
 
@@ -399,6 +406,42 @@ def pool_case(name: str, *, avg: bool, n: int = 1, c: int, h: int, w: int, k: tu
         b.op(Opcode.MAX_POOL2D, [x_t], out, **params)
     # max pool selects an input value: exact; the average rounds: within 1 LSB
     return _int8_case(name, b, [nhwc(xq)], [nhwc(quantize_t(y, q))], 1 if avg else 0)
+
+
+def float_pool_case(name: str, torch_op: int, *, n: int = 1, c: int, h: int, w: int,
+                    k: tuple[int, int] = (1, 1), stride: tuple[int, int] = (1, 1),
+                    pad: tuple[int, int] = (0, 0), ceil_mode: bool = False,
+                    count_include_pad: bool = True, requantize: bool = False,
+                    act_min: int = -128, seed: int = 0) -> Case:
+    """AVG_POOL2D_FLOAT against PyTorch's quantized reference, exactly: dequantize_per_tensor,
+    the float32 avg_pool2d / adaptive_avg_pool2d / mean, quantize_per_tensor.  The input has
+    few distinct codes, so many window sums tie (the case ESP-NN's integer average rounds
+    the other way)."""
+    gen = torch.Generator().manual_seed(seed)
+    q = QParams(float(np.float32(0.0371)), -3)
+    xq = torch.randint(-20, 21, (n, c, h, w), generator=gen).to(torch.int8)
+    x_dq = torch_dequantize(xq, q)
+    kh, kw = k
+    if torch_op == AVG_TORCH_POOL:
+        y = F.avg_pool2d(x_dq, k, stride, pad, ceil_mode=ceil_mode, count_include_pad=count_include_pad)
+    elif torch_op == AVG_TORCH_ADAPTIVE:
+        y = F.adaptive_avg_pool2d(x_dq, (h // kh, w // kw))
+        stride = k
+    else:
+        y = torch.mean(x_dq, dim=(2, 3), keepdim=True)
+        kh, kw = k = (h, w)
+    q_out = QParams.of(y) if requantize else q
+    want = torch.clamp(torch_quantize(y, q_out), act_min, 127)
+    b = PayloadBuilder()
+    x_t = b.input(DType.INT8, (n, h, w, c), q)
+    out = b.output(DType.INT8, (n, y.shape[2], y.shape[3], c), q_out)
+    table = torch_dequantize(torch.arange(-128, 128).to(torch.int8), q).numpy()
+    mode = AVG_DIVISOR_INCLUDE_PAD if count_include_pad and torch_op == AVG_TORCH_POOL else AVG_DIVISOR_VALID
+    b.op(Opcode.AVG_POOL2D_FLOAT, [x_t, b.const(table)], out, kernel_h=kh, kernel_w=kw,
+         stride_h=stride[0], stride_w=stride[1], pad_top=pad[0], pad_left=pad[1],
+         pad_bottom=pad[0], pad_right=pad[1], act_min=act_min, act_max=127, divisor_mode=mode,
+         torch_op=torch_op)
+    return _int8_case(name, b, [nhwc(xq)], [nhwc(want)], 0)
 
 
 def mean_case(name: str, *, n: int = 1, c: int, h: int, w: int, seed: int = 0) -> Case:
@@ -1007,6 +1050,20 @@ def all_cases(seed: int = 0) -> list[Case]:
         pool_case("avgpool_ceil_no_pad", avg=True, c=4, h=7, w=6, k=(2, 2), stride=(2, 2),
                   ceil_mode=True, seed=s + 4),
         pool_case("avgpool_2x2", avg=True, n=2, c=8, h=6, w=6, k=(2, 2), stride=(2, 2), seed=s + 5),
+        # PyTorch's float32 average pools, exactly
+        float_pool_case("avgf_2x2", AVG_TORCH_POOL, n=2, c=8, h=6, w=8, k=(2, 2), stride=(2, 2),
+                        seed=s),
+        float_pool_case("avgf_3x3_valid_pad1_requant", AVG_TORCH_POOL, c=5, h=7, w=9, k=(3, 3),
+                        stride=(2, 2), pad=(1, 1), count_include_pad=False, requantize=True,
+                        seed=s + 1),
+        float_pool_case("avgf_ceil_include_pad_relu", AVG_TORCH_POOL, c=3, h=8, w=8, k=(3, 3),
+                        stride=(2, 2), pad=(1, 1), ceil_mode=True, act_min=-3, seed=s + 2),
+        float_pool_case("avgf_adaptive_4x3", AVG_TORCH_ADAPTIVE, c=4, h=12, w=9, k=(4, 3),
+                        seed=s + 3),
+        float_pool_case("avgf_mean_2x3", AVG_TORCH_MEAN, c=6, h=2, w=3, seed=s + 4),
+        float_pool_case("avgf_mean_7x9_requant", AVG_TORCH_MEAN, n=2, c=5, h=7, w=9,
+                        requantize=True, seed=s + 5),
+        float_pool_case("avgf_mean_24x24", AVG_TORCH_MEAN, c=3, h=24, w=24, seed=s + 6),
         # mean
         mean_case("mean_hw", c=10, h=6, w=5, seed=s),
         mean_case("mean_hw_batch2", n=2, c=3, h=7, w=7, seed=s + 1),

@@ -278,6 +278,7 @@ def lower(
     report = build_report(
         pte,
         decisions=partitioner.decisions,
+        partition_starts=partitioner.partition_starts,
         target=tgt,
         calibrated=calibrated,
         input_names=input_names,

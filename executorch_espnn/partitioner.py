@@ -17,7 +17,13 @@
 5. Each partition is lowered once more as a whole; one that exceeds the engine's
    limits is split into consecutive (hence convex) pieces that fit.
 6. Nodes are tagged, constants follow their users (``tag_constant_data``), and one
-   ``OpDecision`` per operator is recorded in ``partitioner.decisions``.
+   ``OpDecision`` per operator is recorded in ``partitioner.decisions``; per partition,
+   ``partitioner.partition_starts`` says why it starts where it does (the limit that split
+   it off, or the CPU operators between it and an earlier partition).
+
+A dequantize read directly by a quantize (left by an operator that vanished in ``to_edge``,
+such as eval-mode ``dropout_``) is a unit too (``units.is_requantize``), so it never ends a
+partition.
 """
 
 from __future__ import annotations
@@ -46,7 +52,7 @@ from .ops import Registry, Unit, build_registry
 from .ops.activation import aten_overload
 from .payload import PayloadError
 from .payload_builder import LimitExceeded, PayloadBuilder
-from .units import build_payload, match_unit
+from .units import build_payload, is_anchor, match_unit
 from .unsupported import Unsupported
 
 
@@ -64,12 +70,48 @@ class _Piece:
 
     units: list[Unit]
     boundary: list[Node]
+    # why the partition starts where it does, when a limit split it off the previous piece
+    starts: str = ""
 
     def nodes(self) -> set[Node]:
         out: set[Node] = set(self.boundary)
         for u in self.units:
             out.update(u.nodes)
         return out
+
+
+def _closure(start: set[Node], step: Callable[[Node], Sequence[Node]]) -> set[Node]:
+    """Every node reachable from ``start`` by ``step`` (inputs or users), ``start`` excluded."""
+    seen: set[Node] = set()
+    stack = [m for n in start for m in step(n) if m not in start]
+    while stack:
+        n = stack.pop()
+        if n in seen or n in start:
+            continue
+        seen.add(n)
+        stack.extend(step(n))
+    return seen
+
+
+def _name_cpu(nodes: Sequence[Node], reason: Callable[[Node], str]) -> str:
+    """'CPU operator aten.exp.default (aten_exp_default: no ESP-NN lowering)' for the first
+    three of ``nodes`` (graph order): the operators, or the quantize/dequantize nodes when
+    only those are on the CPU."""
+    ops = [n for n in nodes if not is_qdq(n)] or list(nodes)
+    named = [f"{node_op(n)} ({n.name}: {reason(n)})" for n in ops[:3]]
+    more = f" and {len(ops) - 3} more" if len(ops) > 3 else ""
+    return f"CPU operator{'s' if len(ops) > 1 else ''} " + "; ".join(named) + more
+
+
+def _limit_reason(err: Exception, unit: Unit) -> str:
+    """Why a partition starts at ``unit``: what the previous one would exceed with it."""
+    what = err.reason if isinstance(err, Unsupported) else str(err)
+    anchor = unit.anchor
+    with_it = f"here: with {node_op(anchor)} ({anchor.name}) the previous partition"
+    if not isinstance(err, LimitExceeded):
+        return f"{with_it} could not be lowered as one payload: {what}"
+    tail = f" (limit {err.limit})" if err.limit else ""
+    return f"{with_it} would exceed an engine limit: {what}{tail}"
 
 
 class EspNNPartitioner(Partitioner):  # type: ignore[misc]  # executorch is untyped
@@ -90,6 +132,10 @@ class EspNNPartitioner(Partitioner):  # type: ignore[misc]  # executorch is unty
             EspNNDelegateBackend.__name__, compile_specs(self.target, self.options)
         )
         self.decisions: list[OpDecision] = []
+        # per partition (graph order): where and why it starts, completing "partition i
+        # starts ...": at the model's inputs, after the CPU operators between it and an
+        # earlier partition, or here: an engine limit (the report prints it)
+        self.partition_starts: list[str] = []
         self._registry: Registry = build_registry()
         # ATen nodes ops_to_not_decompose let decompose, by name, with the reason
         self._decomposed: dict[str, str] = {}
@@ -178,12 +224,13 @@ class EspNNPartitioner(Partitioner):  # type: ignore[misc]  # executorch is unty
         reasons: dict[Node, str] = {}
         claimed: set[Node] = set()
         for n in nodes:
-            if n.op != "call_function" or n in claimed or is_qdq(n) or node_op(n) == GETITEM:
+            if n in claimed or not is_anchor(n):
                 continue
             try:
                 unit = self._unit_for(n, ctx)
             except Unsupported as e:
-                reasons[n] = e.reason
+                if not is_qdq(n):  # a quantize that cannot requantize keeps its boundary reason
+                    reasons[n] = e.reason
                 continue
             if any(m in claimed for m in unit.nodes):
                 reasons[n] = "shares quantize/dequantize nodes with another delegated operator"
@@ -208,6 +255,7 @@ class EspNNPartitioner(Partitioner):  # type: ignore[misc]  # executorch is unty
                 where[n] = i
         tag_constant_data(ep)
         self.decisions = self._decide(nodes, where, reasons, final)
+        self.partition_starts = self._start_reasons(final, where, reasons, order)
         self._check_strict()
         return PartitionResult(tagged_exported_program=ep, partition_tags=tags)
 
@@ -282,11 +330,22 @@ class EspNNPartitioner(Partitioner):  # type: ignore[misc]  # executorch is unty
             return None
 
         out: list[_Piece] = []
+        # why the next chunk cannot join the last one: (the error, the unit that broke it)
+        split: tuple[Exception, Unit] | None = None
+
+        def add(chunk: _Piece) -> None:
+            nonlocal split
+            if out and split is not None:
+                chunk.starts = _limit_reason(split[0], split[1])
+            split = None
+            out.append(chunk)
+
         s = 0
         while s < len(units):
             whole = make(units[s:])
-            if fits(whole) is None:
-                out.append(whole)
+            whole_err = fits(whole)
+            if whole_err is None:
+                add(whole)
                 break
             single = make(units[s:s + 1])
             err = fits(single)
@@ -294,7 +353,8 @@ class EspNNPartitioner(Partitioner):  # type: ignore[misc]  # executorch is unty
                 # without the absorbed quantize/dequantize (int8 in and out) it may still fit
                 bare = _Piece(units[s:s + 1], [])
                 if fits(bare) is None:
-                    out.append(bare)
+                    add(bare)
+                    split = (err, units[s])
                     s += 1
                     continue
                 u = units[s]
@@ -307,15 +367,18 @@ class EspNNPartitioner(Partitioner):  # type: ignore[misc]  # executorch is unty
                 s += 1
                 continue
             lo, hi = s + 1, len(units)  # units[s:lo] fits, units[s:hi] does not
+            hi_err = whole_err
             while hi - lo > 1:
                 mid = (lo + hi) // 2
-                if fits(make(units[s:mid])) is None:
+                mid_err = fits(make(units[s:mid]))
+                if mid_err is None:
                     lo = mid
                 else:
-                    hi = mid
+                    hi, hi_err = mid, mid_err
             chunk = make(units[s:lo])
             taken.update(n for n in chunk.boundary if is_quantize(n))
-            out.append(chunk)
+            add(chunk)
+            split = (hi_err, units[lo])
             s = lo
         return out
 
@@ -334,6 +397,44 @@ class EspNNPartitioner(Partitioner):  # type: ignore[misc]  # executorch is unty
             ordered, sorted(inputs, key=lambda n: order[n]), list(outputs), ctx, self._registry, self.target,
             self.options.limits,
         )
+
+    # ------------------------------------------------------- partition boundaries
+    def _start_reasons(
+        self, pieces: Sequence[_Piece], where: dict[Node, int], reasons: dict[Node, str], order: dict[Node, int]
+    ) -> list[str]:
+        """Per partition: why it is not part of an earlier one.  The limit that split it off,
+        or the CPU operators on a path between an earlier partition and this one (either
+        way round: merging the two would make the partition depend on itself)."""
+        members = [p.nodes() for p in pieces]
+        up = [_closure(m, lambda n: n.all_input_nodes) for m in members]
+        down = [_closure(m, lambda n: list(n.users)) for m in members]
+
+        def on_cpu(nodes: set[Node]) -> list[Node]:
+            cpu = [n for n in nodes if n not in where and n.op == "call_function" and node_op(n) != GETITEM]
+            return sorted(cpu, key=lambda n: order[n])
+
+        def named(nodes: list[Node]) -> str:
+            return _name_cpu(nodes, lambda n: self._cpu_reason(n, reasons, where))
+
+        out: list[str] = []
+        for i, piece in enumerate(pieces):
+            if piece.starts:
+                out.append(piece.starts)
+                continue
+            why = ""
+            for j in range(i - 1, -1, -1):
+                between = on_cpu((up[i] & down[j]) | (down[i] & up[j]))
+                if between:
+                    why = f"after {named(between)} (between partition {j} and this one)"
+                    break
+            if not why and i == 0:
+                feeding = on_cpu(up[0])
+                why = f"after {named(feeding)}" if feeding else "at the model's inputs"
+            if not why:
+                why = ("apart from the earlier partitions although no CPU operator or engine limit "
+                       "separates them (the grouping left it apart; please report it)")
+            out.append(why)
+        return out
 
     # ---------------------------------------------------------------- decisions
     def _decide(

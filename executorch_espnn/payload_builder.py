@@ -94,7 +94,12 @@ class Limits:
 
 
 class LimitExceeded(Unsupported):
-    """The payload would exceed one of the engine's limits: split the partition."""
+    """The payload would exceed one of the engine's limits: split the partition.
+    ``limit`` names it as a user sets it (``max_ops``, ``max_io``, ...), when there is an option."""
+
+    def __init__(self, reason: str, limit: str | None = None) -> None:
+        super().__init__(reason)
+        self.limit = limit
 
 
 @dataclass
@@ -143,12 +148,14 @@ class PayloadBuilder:
         ))
 
     def constant(self, array: npt.NDArray[np.generic]) -> int:
-        """A constant tensor (int8/int32), deduplicated by content."""
+        """A constant tensor (int8/int32/float32), deduplicated by content."""
         arr = np.ascontiguousarray(array)
         if arr.dtype == np.int8:
             dt = DType.INT8
         elif arr.dtype == np.int32:
             dt = DType.INT32
+        elif arr.dtype == np.float32:
+            dt = DType.FLOAT32
         else:
             raise TypeError(f"constant of dtype {arr.dtype}")
         raw = arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()
@@ -444,14 +451,14 @@ class PayloadBuilder:
     # ------------------------------------------------------------------ finish
     def _check_limits(self) -> None:
         lim = self.limits
-        for what, n, hi in (
-            ("tensors", len(self.tensors), lim.max_tensors),
-            ("ops", len(self.ops), lim.max_ops),
-            ("inputs", len(self.inputs), lim.max_io),
-            ("outputs", len(self.outputs), lim.max_io),
+        for what, n, hi, option in (
+            ("tensors", len(self.tensors), lim.max_tensors, "max_tensors"),
+            ("ops", len(self.ops), lim.max_ops, "max_ops"),
+            ("inputs", len(self.inputs), lim.max_io, "max_io"),
+            ("outputs", len(self.outputs), lim.max_io, "max_io"),
         ):
             if n > hi:
-                raise LimitExceeded(f"the partition needs {n} {what}, the engine allows {hi}")
+                raise LimitExceeded(f"the partition needs {n} {what}, the engine allows {hi}", option)
 
     def finish(self, outputs: Sequence[Node]) -> BuildResult:
         for k, node in enumerate(outputs):

@@ -34,8 +34,26 @@ from .payload_builder import BuildResult, Limits, PayloadBuilder
 from .unsupported import Unsupported
 
 
+def is_requantize(node: Node) -> bool:
+    """A quantize reading a per-tensor dequantize directly: the anchor of a requantize unit
+    (``ops.movement.Requantize``), the only unit anchored at a quantize node."""
+    return is_quantize(node) and is_dequantize(node.args[0])
+
+
+def is_anchor(node: Node) -> bool:
+    """Whether ``node`` may anchor a unit: an operator, or a requantizing quantize."""
+    if node.op != "call_function" or node_op(node) == GETITEM:
+        return False
+    return not is_qdq(node) or is_requantize(node)
+
+
 def match_unit(node: Node, lowering: OpLowering, ctx: GraphContext) -> Unit:
     """Collect the dequantize/operator/activation/quantize group anchored at ``node``."""
+    if lowering.requantizes:
+        (dq,) = lowering.activation_args(node, ctx)
+        qdq_params(dq)
+        qdq_params(node)
+        return Unit(lowering, node, [], [dq], [], node)
     inputs: list[Node] = []
     for i, arg in enumerate(lowering.activation_args(node, ctx)):
         if not is_dequantize(arg):
@@ -120,7 +138,7 @@ def plan_nodes(nodes: Sequence[Node], ctx: GraphContext, registry: Registry) -> 
     units: list[Unit] = []
     by_anchor: dict[Node, Unit] = {}
     for n in nodes:
-        if n.op != "call_function" or n in claimed or is_qdq(n) or node_op(n) == GETITEM:
+        if n in claimed or not is_anchor(n) or (is_requantize(n) and n.args[0] not in node_set):
             continue
         low = registry.get(node_op(n))
         if low is None:

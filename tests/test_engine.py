@@ -610,3 +610,27 @@ def test_an_opcode_newer_than_the_payload_format_is_refused_by_both_readers() ->
     assert r.returncode == 2, (r.stdout, r.stderr)
     err = r.error_fields()
     assert (err["field"], err["opcode"], err["value"], err["limit"]) == ("opcode", str(int(Opcode.PRELU)), "0", "1"), err
+
+
+def test_an_opcode_of_the_next_minor_is_refused_by_both_readers(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same rule for the minor after this one, whatever it will bring: simulated on LUT,
+    as if it had come with the next minor, against a LUT payload of the current minor."""
+    import dataclasses
+
+    from executorch_espnn.payload import ctables
+
+    now, later = F.FORMAT_MINOR, F.FORMAT_MINOR + 1
+    case = _cases()["lut_sigmoid"]  # encoded (and validated) before the spec changes
+    monkeypatch.setitem(F.OP_SPECS, Opcode.LUT, dataclasses.replace(F.OP_SPECS[Opcode.LUT], since_minor=later))
+    with pytest.raises(PayloadError, match=rf"field 'opcode': LUT needs format 2\.{later}, payload is 2\.{now}"):
+        decode(case.payload)
+    registry = tmp_path / "registry.c"
+    registry.write_text(ctables.render()["espnn_component/engine/src/registry.c"])
+    assert f".since_minor = {later}" in registry.read_text()
+    exe = eh.build(eh.HOST, replace={"src/registry.c": registry})
+    r = eh.run(exe, eh.HOST, case.payload, case.inputs, 1)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    err = r.error_fields()
+    assert (err["field"], err["opcode"], err["value"], err["limit"]) == (
+        "opcode", str(int(Opcode.LUT)), str(now), str(later)), err

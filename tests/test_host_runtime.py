@@ -326,8 +326,8 @@ def test_wrong_format_version_is_incompatible(fc: tuple[bytes, object]) -> None:
     major, minor, patch = version_tuple()
     _expect_runtime_error(
         bad, _x((1, 8)),
-        rf"loading method 'forward' failed.*{BACKEND_ID}: init: payload format 1\.0 / producer "
-        rf"{major}\.{minor}\.{patch}, runtime reads format 2\.0 from producer {major}\.{minor}\.x",
+        rf"loading method 'forward' failed.*{BACKEND_ID}: init: payload format 1\.{FORMAT_MINOR} / producer "
+        rf"{major}\.{minor}\.{patch}, runtime reads format 2\.{FORMAT_MINOR} from producer {major}\.{minor}\.x",
     )
     # the process is fine and a good program still runs
     pte, m = fc
@@ -339,7 +339,8 @@ def test_wrong_format_version_is_incompatible(fc: tuple[bytes, object]) -> None:
 def test_wrong_producer_version_is_incompatible() -> None:
     bad = _fc_variant(patch_header(fc_payload(make_fc_model()), producer_major=0, producer_minor=3,
                                    producer_patch=1))
-    _expect_runtime_error(bad, _x((1, 8)), r"payload format 2\.0 / producer 0\.3\.1, runtime reads format 2\.0")
+    _expect_runtime_error(bad, _x((1, 8)), rf"payload format 2\.{FORMAT_MINOR} / producer 0\.3\.1, "
+                                           rf"runtime reads format 2\.{FORMAT_MINOR}")
 
 
 @pytest.mark.slow

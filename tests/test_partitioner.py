@@ -16,13 +16,13 @@ from executorch.exir.backend.backend_details import BackendDetails, PreprocessRe
 from torch import nn
 from torch.fx import GraphModule
 
+from devkit.lowering_helpers import Lowered, check_numerics, lower, lsb_errors, quantize_module
 from executorch_espnn import pte
 from executorch_espnn.errors import LoweringError, PteError, StrictModeError, UnsupportedTargetError
 from executorch_espnn.partitioner import EspNNPartitioner
 from executorch_espnn.payload import DType, Opcode, Storage, Target, decode
 from executorch_espnn.quantizer import EspNNQuantizer
 from executorch_espnn.reference import run_delegate
-from tests.lowering_helpers import Lowered, check_numerics, lower, lsb_errors, quantize_module
 
 
 class ConvExpConv(nn.Module):
@@ -383,8 +383,8 @@ def test_zoo_model_is_one_partition_and_matches_pytorch(name: str) -> None:
     the payload agrees with the quantized PyTorch model op by op until the first float32
     near-tie (a value within ~1e-6 of .5, where the float model's rounding is noise), which
     changes one or two elements by 1 LSB; the prediction is the same on every input."""
+    from devkit.lowering_helpers import op_by_op
     from devkit.zoo import ZOO
-    from tests.lowering_helpers import op_by_op
 
     z = ZOO[name]
     low = lower(z.model(), z.example_inputs(), calib=z.calibration_data(8), target="esp32s3")

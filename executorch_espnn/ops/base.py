@@ -65,6 +65,9 @@ class OpLowering:
     #: whether the operator returns a list of tensors, each read through a ``getitem`` and
     #: quantized on its own (split); the unit then has one output per used piece
     returns_pieces: ClassVar[bool] = False
+    #: whether the unit is a dequantize read straight by a quantize, anchored at that
+    #: quantize (``units.is_requantize``): no operator node at all, ``compute`` is empty
+    requantizes: ClassVar[bool] = False
 
     def activation_args(self, node: Node, ctx: GraphContext) -> list[Node]:
         """The operands that must be int8 activations (each through a dequantize node)."""

@@ -14,7 +14,7 @@ import torch
 from torch.fx import Node
 
 from ..graph.constants import GraphContext
-from ..graph.names import node_arg, node_op, static_shape
+from ..graph.names import QUANTIZE, node_arg, node_op, static_shape
 from ..graph.qdq import qdq_params
 from ..layout import identity, inverse, nhwc
 from ..payload import DType, Opcode
@@ -81,6 +81,35 @@ class Reshape(OpLowering):
             b.emit(Opcode.RESHAPE, [src], out)
         else:
             b.emit(Opcode.LUT, [src, b.constant(requant_table(x.qp, qout))], out)
+
+
+@register
+class Requantize(OpLowering):
+    """A dequantize read directly by a quantize: what is left of an operator that vanished
+    in ``to_edge`` (eval-mode ``dropout_``, an identity ``alias``) or a requantisation
+    between two observers.  Without this unit the pair belongs to no operator, so the
+    partitioner would end a partition at the dequantize and start the next at the
+    quantize: a float round trip on the CPU between two delegates."""
+
+    targets = (QUANTIZE,)
+    requantizes = True
+
+    def activation_args(self, node: Node, ctx: GraphContext) -> list[Node]:
+        dq = node.args[0]
+        assert isinstance(dq, Node)
+        return [dq]
+
+    def lower(self, unit: Unit, b: PayloadBuilder) -> None:
+        x = b.operand(unit.inputs[0])
+        assert x.qp is not None
+        qout = qdq_params(unit.output)
+        perm = b.any_layout(x, nhwc(x.rank))
+        x_t = b.realize(x, perm)
+        if qout == x.qp:
+            b.alias(unit.output, perm, x_t)  # the same int8 codes: no op at all
+            return
+        _, out = b.define(unit.output, perm)
+        b.emit(Opcode.LUT, [x_t, b.constant(requant_table(x.qp, qout))], out)
 
 
 @register

@@ -1,25 +1,37 @@
 """max/avg pool 2d and 1d, global average pooling (adaptive avg pool to 1x1, mean over H, W, mean
-over the last dims) and adaptive average pooling to sizes that divide the input."""
+over the last dims) and adaptive average pooling to sizes that divide the input.
+
+Averages with equal input and output quantization run on ESP-NN's integer average pool where
+its rounding cannot differ from PyTorch's, else on AVG_POOL2D_FLOAT (``_emit_average``): ESP-NN
+rounds a window sum that ties (sum/count exactly halfway between two codes) away from zero,
+PyTorch's quantized reference computes the average in float32 and rounds half to even after
+the float rounding of every step; on real data a quarter of the 2x2 windows tie.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 from torch.fx import Node
 
 from ..graph.names import node_arg, node_op, static_shape
-from ..graph.qdq import qdq_params
+from ..graph.qdq import QParams, qdq_params
 from ..layout import identity, nhwc, same_bytes
 from ..payload import DType, Opcode
 from ..payload.format import (
     AVG_DIVISOR_INCLUDE_PAD,
     AVG_DIVISOR_VALID,
+    AVG_TORCH_ADAPTIVE,
+    AVG_TORCH_MEAN,
+    AVG_TORCH_POOL,
     MAX_MEAN_COUNT,
     MAX_POOL_WINDOW,
 )
 from ..payload_builder import PayloadBuilder, Value
 from ..unsupported import Unsupported
 from .base import OpLowering, Unit, register
-from .common import emit_moved, normalize_dim, pair, requant, requant_table, single
+from .common import INT8_CODES, emit_moved, normalize_dim, pair, requant, requant_table, single
 
 GETITEM = "getitem"
 
@@ -46,6 +58,50 @@ def _window_params(
         "pad_top": p[0], "pad_left": p[1], "pad_bottom": p[0], "pad_right": p[1],
         "act_min": -128, "act_max": 127,
     }
+
+
+def divisors(x_hw: Sequence[int], out_hw: Sequence[int], params: dict[str, int]) -> set[int]:
+    """The divisor of every window of an average pool (``params`` as AVG_POOL2D's): the taps
+    inside the input, or with ``divisor_mode`` 1 the window clipped to the padded input."""
+    h, w = x_hw
+    oh, ow = out_hw
+    y0 = np.arange(oh) * params["stride_h"] - params["pad_top"]
+    x0 = np.arange(ow) * params["stride_w"] - params["pad_left"]
+    kh, kw = params["kernel_h"], params["kernel_w"]
+    if params["divisor_mode"] == AVG_DIVISOR_INCLUDE_PAD:
+        cy = np.minimum(y0 + kh, h + params["pad_bottom"]) - y0
+        cx = np.minimum(x0 + kw, w + params["pad_right"]) - x0
+    else:
+        cy = np.minimum(y0 + kh, h) - np.maximum(y0, 0)
+        cx = np.minimum(x0 + kw, w) - np.maximum(x0, 0)
+    return {int(v) for v in np.unique(cy[:, None] * cx[None, :])}
+
+
+def tie_free(counts: set[int]) -> bool:
+    """Whether ESP-NN's integer average equals PyTorch's float32 one for every int8 input.
+
+    The integer average is the exact sum/count rounded (ties away from zero); PyTorch's is
+    that value after float32 roundings, then rounded half to even.  With an odd count no sum
+    ties, and the exact value is at least 1/(2n) LSB from a rounding boundary, while the
+    float32 result is within (n + 4) * 255 * 2^-24 LSB of it (n - 1 additions of values up to
+    255 LSB, the dequantize, at most two divisions, the reciprocal and the final multiply):
+    both round alike when 2n(n + 4) * 255 < 2^24, with a margin: n(n + 8) * 510 < 2^24
+    (n <= 177)."""
+    return all(n % 2 == 1 and n * (n + 8) * 510 < 1 << 24 for n in counts)
+
+
+def _emit_average(
+    b: PayloadBuilder, x_t: int, out: int, qin: QParams, params: dict[str, int], torch_op: int,
+    counts: set[int],
+) -> None:
+    """An average over windows (``params`` as AVG_POOL2D's, equal quantization in and out):
+    ESP-NN's AVG_POOL2D where no window can tie, else AVG_POOL2D_FLOAT, the float32
+    arithmetic of PyTorch's kernel ``torch_op`` on the dequantized values of the codes."""
+    if tie_free(counts):
+        b.emit(Opcode.AVG_POOL2D, [x_t], out, params)
+        return
+    table = qin.dequantize(INT8_CODES).numpy().astype(np.float32)
+    b.emit(Opcode.AVG_POOL2D_FLOAT, [x_t, b.constant(table)], out, {**params, "torch_op": torch_op})
 
 
 @register
@@ -98,11 +154,14 @@ class AvgPool2d(OpLowering):
             raise Unsupported("divisor_override is not supported (the engine divides by the window size)")
         if qdq_params(unit.output) != x.qp:
             raise Unsupported("input and output quantization differ; ESP-NN average pooling keeps them equal")
-        params = _window_params(x.shape, static_shape(unit.output), k, s, p)
+        out_shape = static_shape(unit.output)
+        params = _window_params(x.shape, out_shape, k, s, p)
         params["divisor_mode"] = AVG_DIVISOR_INCLUDE_PAD if include_pad else AVG_DIVISOR_VALID
         x_t = b.realize(x, nhwc(4))
         _, out = b.define(unit.output, nhwc(4))
-        b.emit(Opcode.AVG_POOL2D, [x_t], out, params)
+        assert x.qp is not None
+        counts = divisors(x.shape[2:4], out_shape[2:4], params)
+        _emit_average(b, x_t, out, x.qp, params, AVG_TORCH_POOL, counts)
 
 
 @register
@@ -142,14 +201,18 @@ class Pool1d(OpLowering):
             include_pad = bool(node_arg(node, 5, "count_include_pad", True))
             params["divisor_mode"] = AVG_DIVISOR_INCLUDE_PAD if include_pad else AVG_DIVISOR_VALID
         x_t = b.realize(b.reshaped(x, (n, c, 1, length)), nhwc(4))
-        opcode = Opcode.MAX_POOL2D if is_max else Opcode.AVG_POOL2D
+        if not is_max:  # equal quantization (checked above): PyTorch's avg_pool1d is avg_pool2d's
+            _, out = b.define_view(unit.output, out4, nhwc(4))
+            counts = divisors((1, length), (1, out_shape[2]), params)
+            _emit_average(b, x_t, out, x.qp, params, AVG_TORCH_POOL, counts)
+            return
         if qout == x.qp:
             _, out = b.define_view(unit.output, out4, nhwc(4))
-            b.emit(opcode, [x_t], out, params)
+            b.emit(Opcode.MAX_POOL2D, [x_t], out, params)
             return
         # max commutes with the (monotone) requantisation, so pooling first is exact
         tmp = b.arena(out4, DType.INT8, x.qp, nhwc(4))
-        b.emit(opcode, [x_t], tmp, params)
+        b.emit(Opcode.MAX_POOL2D, [x_t], tmp, params)
         _, out = b.define_view(unit.output, out4, nhwc(4))
         b.emit(Opcode.LUT, [tmp, b.constant(requant_table(x.qp, qout))], out)
 
@@ -185,11 +248,12 @@ def _average_hw(unit: Unit, b: PayloadBuilder, x: Value, keep: tuple[int, int, i
     if mean_hw is None:
         if h > 65535 or w > 65535:  # pragma: no cover - dims are checked when tensors are made
             raise Unsupported("window too large")
-        b.emit(Opcode.AVG_POOL2D, [x_t], out, {
+        # PyTorch's mean (and adaptive_avg_pool2d to 1x1) sums the H*W values in ATen's order
+        _emit_average(b, x_t, out, x.qp, {
             "kernel_h": h, "kernel_w": w, "stride_h": 1, "stride_w": 1,
             "pad_top": 0, "pad_left": 0, "pad_bottom": 0, "pad_right": 0,
             "act_min": -128, "act_max": 127, "divisor_mode": AVG_DIVISOR_VALID,
-        })
+        }, AVG_TORCH_MEAN, {h * w})
     else:
         b.emit(Opcode.MEAN_HW, [x_t], out, mean_hw)
     if out_shape != keep:
@@ -284,4 +348,5 @@ def _uniform_adaptive_pool(unit: Unit, b: PayloadBuilder, size: tuple[int, int])
     params["divisor_mode"] = AVG_DIVISOR_VALID
     x_t = b.realize(x, nhwc(4))
     _, out = b.define(unit.output, nhwc(4))
-    b.emit(Opcode.AVG_POOL2D, [x_t], out, params)
+    assert x.qp is not None
+    _emit_average(b, x_t, out, x.qp, params, AVG_TORCH_ADAPTIVE, {k[0] * k[1]})

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 MAGIC = b"ESNN"
 FORMAT_MAJOR = 2
-FORMAT_MINOR = 1  # 2.1: PRELU, UPSAMPLE_BILINEAR, TRANSPOSE_CONV2D; ADD's input multipliers may be negative
+FORMAT_MINOR = 1  # 2.1: PRELU, UPSAMPLE_BILINEAR, TRANSPOSE_CONV2D, AVG_POOL2D_FLOAT; ADD's input multipliers may be negative
 
 HEADER_SIZE = 64
 TENSOR_RECORD_SIZE = 24
@@ -119,6 +119,8 @@ class Opcode(enum.IntEnum):
     UPSAMPLE_BILINEAR = 20
     TRANSPOSE_CONV2D = 21
     # 22 stays free: sub is an ADD with a negated input multiplier (``ops/elementwise.py``)
+    # 23..27 belong to the attention and movement families
+    AVG_POOL2D_FLOAT = 28
 
 
 @dataclass(frozen=True)
@@ -223,12 +225,25 @@ OP_SPECS: dict[Opcode, OpSpec] = {
             (*_CONV_PARAMS, "out_pad_h", "out_pad_w", "groups", "in_offset", "out_offset", "act_min", "act_max"),
             since_minor=1,
         ),
+        OpSpec(
+            Opcode.AVG_POOL2D_FLOAT,
+            ("input", "dequant"),
+            (*_POOL_PARAMS, "divisor_mode", "torch_op"),
+            since_minor=1,
+        ),
     )
 }
 
 # AVG_POOL2D divisor_mode values
 AVG_DIVISOR_VALID = 0  # count of input elements under the window (ESP-NN, count_include_pad=False)
 AVG_DIVISOR_INCLUDE_PAD = 1  # PyTorch count_include_pad=True: window clipped to the padded input
+
+# AVG_POOL2D_FLOAT: the int8 codes' dequantized values (float32, one per code -128..127), and
+# which PyTorch CPU kernel's float32 arithmetic the op reproduces (torch_op):
+DEQUANT_TABLE_SIZE = 256
+AVG_TORCH_POOL = 0  # avg_pool2d: the window's taps summed row by row, / the divisor
+AVG_TORCH_ADAPTIVE = 1  # adaptive_avg_pool2d: the same sum, / kernel_h, then / kernel_w
+AVG_TORCH_MEAN = 2  # mean: one window over the whole input, ATen's cascade sum, / H*W
 
 # Bounds on requantisation parameters (see docs/payload-format.md, "Arithmetic").
 SHIFT_MIN = -31

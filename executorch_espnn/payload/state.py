@@ -44,6 +44,7 @@ OP_STATE_BYTES: dict[Opcode, int] = {
     Opcode.PRELU: 28,
     Opcode.UPSAMPLE_BILINEAR: 24,
     Opcode.TRANSPOSE_CONV2D: 48,
+    Opcode.AVG_POOL2D_FLOAT: 52,
 }
 
 

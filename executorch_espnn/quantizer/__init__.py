@@ -48,7 +48,8 @@ shared-qparams ops (output q has exactly the input dq's scale/zero point):
   max_pool2d, avg_pool2d, adaptive_avg_pool2d, mean.dim over dims {2,3} of a 4-D tensor,
   pad / constant_pad_nd, view / reshape / _unsafe_view / flatten.using_ints / unflatten /
   squeeze(.dim/.dims) / unsqueeze, permute / transpose.int / t, slice.Tensor / select.int /
-  narrow, clone / contiguous, dropout / feature_dropout (eval), upsample_nearest2d(.vec).
+  narrow, clone / contiguous, dropout / feature_dropout / alpha_dropout / feature_alpha_dropout
+  and their in-place forms (eval), upsample_nearest2d(.vec).
   ``aten.cat.default([a_dq, b_dq, ...], dim) -> q``: all inputs and the output share one
   (scale, zero point); the producers write their outputs directly in it.
 

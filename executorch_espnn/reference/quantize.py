@@ -7,6 +7,7 @@ are float32, ties round to even, then the zero point is added and the result cla
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from ..payload import Opcode
 from .registry import OpContext, kernel
@@ -17,18 +18,25 @@ from .registry import OpContext, kernel
 _PRE_CLIP = 384.0
 
 
-@kernel(Opcode.QUANTIZE)
-def quantize(ctx: OpContext) -> None:
-    x = np.transpose(ctx.x(0), ctx.perm(ctx.rec(0).rank)).astype(np.float32, copy=False)
-    out = ctx.output_rec
-    inv = np.float32(1.0) / np.float32(out.scale)
+def quantize_f32(x: npt.NDArray[np.float32], scale: float, zero_point: int) -> npt.NDArray[np.int8]:
+    """PyTorch's quantize_per_tensor in float32: ``x * float32(1 / scale)`` rounded half to
+    even, plus the zero point, clamped; NaN gives the zero point (the engine's
+    ``espnn_quantize_f32``)."""
+    inv = np.float32(1.0) / np.float32(scale)
     with np.errstate(invalid="ignore", over="ignore"):
         prod = np.multiply(x, inv, dtype=np.float32)
         r = np.rint(prod)  # round half to even, in float32
         nan = np.isnan(r)
         r = np.clip(np.where(nan, np.float32(0), r), -_PRE_CLIP, _PRE_CLIP)
-    q = r.astype(np.int64) + out.zero_point
-    ctx.output[...] = np.clip(q, -128, 127).astype(np.int8)
+    q = r.astype(np.int64) + zero_point
+    return np.clip(q, -128, 127).astype(np.int8)
+
+
+@kernel(Opcode.QUANTIZE)
+def quantize(ctx: OpContext) -> None:
+    x = np.transpose(ctx.x(0), ctx.perm(ctx.rec(0).rank)).astype(np.float32, copy=False)
+    out = ctx.output_rec
+    ctx.output[...] = quantize_f32(x, out.scale, out.zero_point)
 
 
 @kernel(Opcode.DEQUANTIZE)

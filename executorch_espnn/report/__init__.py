@@ -23,6 +23,7 @@ from .analysis import (
 from .records import (
     REPORT_SCHEMA,
     FastPathLayer,
+    FloatAverage,
     LoweringReport,
     OpEntry,
     PartitionReport,
@@ -35,6 +36,7 @@ __all__ = [
     "REPORT_SCHEMA",
     "UNCALIBRATED_WARNING",
     "FastPathLayer",
+    "FloatAverage",
     "LoweringReport",
     "OpEntry",
     "PartitionReport",

@@ -4,14 +4,23 @@ and of each decoded delegate payload, plus the partitioner's decisions when ther
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..decisions import OpDecision
 from ..errors import PteError
 from ..payload import DType, Opcode, Payload, PayloadError, Storage, decode
+from ..payload.format import AVG_TORCH_ADAPTIVE, AVG_TORCH_MEAN, AVG_TORCH_POOL
 from ..payload.state import state_bytes
 from ..pte import BACKEND_ID, SCALAR_TYPES, DelegateCallInfo, ProgramInfo, TensorDecl, read_program
-from .records import FastPathLayer, LoweringReport, OpEntry, PartitionReport, TensorSpec
+from .records import (
+    FastPathLayer,
+    FloatAverage,
+    LoweringReport,
+    OpEntry,
+    PartitionReport,
+    TensorSpec,
+)
 
 # the engine runs depthwise convolutions whose padded input is taller or wider than this on its
 # own kernel (ESP-NN indexes the padded input with int16_t; engine/ops/depthwise_conv2d.c)
@@ -173,6 +182,30 @@ def _fast_path_layer(part: int, i: int, p: Payload) -> FastPathLayer | None:
     return FastPathLayer(part, i, layer, shape, macs, True, "dense conv: SIMD path")
 
 
+_TORCH_OPS = {AVG_TORCH_POOL: "avg pool", AVG_TORCH_ADAPTIVE: "adaptive avg pool", AVG_TORCH_MEAN: "mean"}
+
+
+def _float_average(part: int, i: int, p: Payload) -> FloatAverage | None:
+    op = p.ops[i]
+    if op.opcode != Opcode.AVG_POOL2D_FLOAT:
+        return None
+    x_id = op.inputs[0]
+    assert x_id is not None
+    x, y = p.tensors[x_id], p.tensors[op.output]
+    pr = op.params
+    kh, kw, sh = pr["kernel_h"], pr["kernel_w"], pr["stride_h"]
+    kind = _TORCH_OPS.get(pr["torch_op"], "average")
+    layer = f"{kind} {kh}x{kw}" + (f"/{sh}" if pr["torch_op"] == AVG_TORCH_POOL else "")
+    n, oh, ow, c = y.dims
+    h, w = x.dims[1], x.dims[2]
+    # one addition per tap inside the input (padding taps are not summed)
+    y0 = [oy * sh - pr["pad_top"] for oy in range(oh)]
+    x0 = [ox * pr["stride_w"] - pr["pad_left"] for ox in range(ow)]
+    taps = (sum(min(a + kh, h) - max(a, 0) for a in y0) * sum(min(b + kw, w) - max(b, 0) for b in x0))
+    return FloatAverage(part, i, layer, f"{_hwc(x.dims)} -> {_hwc(y.dims)}", n * c * taps,
+                        "a window sum can tie: PyTorch's float32 average, not ESP-NN's (ties away from zero)")
+
+
 def analyse_payload(index: int, data: bytes) -> tuple[PartitionReport, list[FastPathLayer], Payload]:
     """Decode (and validate) one payload into its partition record and fast-path layers."""
     try:
@@ -279,20 +312,27 @@ def build_report(
     input_names: Sequence[str] | None = None,
     output_names: Sequence[str] | None = None,
     timings: dict[str, float] | None = None,
+    partition_starts: Sequence[str] | None = None,
 ) -> LoweringReport:
     """The report of a ``.pte``.  ``decisions`` (from ``EspNNPartitioner.decisions``) supply
-    the reasons and locations; without them (a ready .pte) operators are listed from the
-    payloads and the program's CPU instructions."""
+    the reasons and locations, ``partition_starts`` (``EspNNPartitioner.partition_starts``)
+    why each partition starts where it does; without them (a ready .pte) operators are
+    listed from the payloads and the program's CPU instructions."""
     info = read_program(pte, None)
     ours = [(di, data) for di, (bid, data) in enumerate(zip(info.backends, info.payloads, strict=True))
             if bid == BACKEND_ID]
     partitions: list[PartitionReport] = []
     fast: list[FastPathLayer] = []
+    floats: list[FloatAverage] = []
     decoded: dict[int, Payload] = {}
+    starts = list(partition_starts or [])
     for part, (di, data) in enumerate(ours):
         rep, layers, p = analyse_payload(part, data)
+        if part < len(starts):
+            rep = replace(rep, starts=starts[part])
         partitions.append(rep)
         fast += layers
+        floats += [a for i in range(len(p.ops)) if (a := _float_average(part, i, p)) is not None]
         decoded[di] = p
 
     delegated: list[OpEntry]
@@ -343,6 +383,7 @@ def build_report(
         calibrated=calibrated,
         timings=dict(timings or {}),
         versions=_versions(),
+        float_averages=floats,
     )
 
 

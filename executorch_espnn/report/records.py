@@ -8,7 +8,7 @@ from typing import Any
 
 from . import text
 
-REPORT_SCHEMA = 1
+REPORT_SCHEMA = 2  # 2: partitions[].starts, float_averages
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,10 @@ class PartitionReport:
     outputs: tuple[TensorSpec, ...]
     target: str
     producer: str
+    # where and why the partition starts, completing "partition i starts ...": "at the
+    # model's inputs", "after CPU operator ...", "here: ... would exceed an engine limit ..."
+    # ("" for a ready .pte: the reasons come from the partitioner)
+    starts: str = ""
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,19 @@ class FastPathLayer:
     shape: str  # "96x96x3 -> 48x48x16"
     macs: int
     fast: bool
+    why: str
+
+
+@dataclass(frozen=True)
+class FloatAverage:
+    """An average run on the engine's float32 kernel (AVG_POOL2D_FLOAT) instead of ESP-NN's
+    integer average pool, whose rounding of tied window sums differs from PyTorch's."""
+
+    partition: int
+    op: int  # op index inside the payload
+    layer: str  # "avg pool 2x2/2", "mean 4x4", "adaptive avg pool 3x4"
+    shape: str  # "16x16x8 -> 8x8x8"
+    adds: int  # float32 additions per inference (one per window tap)
     why: str
 
 
@@ -86,6 +103,7 @@ class LoweringReport:
     calibrated: bool | None = None  # None: unknown (a ready .pte)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per lowering stage
     versions: dict[str, str] = field(default_factory=dict)  # package/format/toolchain versions
+    float_averages: list[FloatAverage] = field(default_factory=list)
 
     @property
     def delegate_weights_bytes(self) -> int:
@@ -135,6 +153,7 @@ class LoweringReport:
                     "arena_lower_bound": p.arena_lower_bound, "scratch_bytes": p.scratch_bytes,
                     "weights_bytes": p.weights_bytes, "state_bytes": p.state_bytes,
                     "payload_bytes": p.payload_bytes, "target": p.target, "producer": p.producer,
+                    "starts": p.starts,
                     "inputs": [ts(t) for t in p.inputs], "outputs": [ts(t) for t in p.outputs],
                 }
                 for p in self.partitions
@@ -149,6 +168,11 @@ class LoweringReport:
                     for f in self.fast_path
                 ],
             },
+            "float_averages": [
+                {"partition": a.partition, "op": a.op, "layer": a.layer, "shape": a.shape,
+                 "adds": a.adds, "why": a.why}
+                for a in self.float_averages
+            ],
             "timings": dict(self.timings),
             "versions": dict(self.versions),
             "warnings": list(self.warnings),

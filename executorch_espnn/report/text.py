@@ -51,6 +51,11 @@ def report_text(r: Report) -> str:
             [[str(f["partition"]), str(f["op"]), f["layer"], f["shape"], _macs(f["macs"]),
               "yes" if f["fast"] else "NO", f["why"]] for f in r["fast_path"]["layers"]],
         ),
+        "float_averages": (
+            ["part", "op", "layer", "shape", "float adds", "why"],
+            [[str(a["partition"]), str(a["op"]), a["layer"], a["shape"], _b(a["adds"]), a["why"]]
+             for a in r["float_averages"]],
+        ),
     }
     return rendering.render("report/report.txt.j2", r=r, summary=summary(r), tables=tables,
                             macs=_macs, spec=_spec)

@@ -81,7 +81,8 @@
 #define ESPNN_OP_PRELU 19
 #define ESPNN_OP_UPSAMPLE_BILINEAR 20
 #define ESPNN_OP_TRANSPOSE_CONV2D 21
-#define ESPNN_OP_COUNT 22 /* one past the last opcode */
+#define ESPNN_OP_AVG_POOL2D_FLOAT 28
+#define ESPNN_OP_COUNT 29 /* one past the last opcode */
 
 /* number of int32 parameter words per opcode (format 2.1) */
 #define ESPNN_PARAMS_QUANTIZE 4
@@ -105,6 +106,7 @@
 #define ESPNN_PARAMS_PRELU 5
 #define ESPNN_PARAMS_UPSAMPLE_BILINEAR 0
 #define ESPNN_PARAMS_TRANSPOSE_CONV2D 15
+#define ESPNN_PARAMS_AVG_POOL2D_FLOAT 12
 
 /* the index of each int32 parameter word of each opcode (their order in the op record) */
 #define ESPNN_P_QUANTIZE_PERM0 0
@@ -234,9 +236,28 @@
 #define ESPNN_P_TRANSPOSE_CONV2D_OUT_OFFSET 12
 #define ESPNN_P_TRANSPOSE_CONV2D_ACT_MIN 13
 #define ESPNN_P_TRANSPOSE_CONV2D_ACT_MAX 14
+#define ESPNN_P_AVG_POOL2D_FLOAT_KERNEL_H 0
+#define ESPNN_P_AVG_POOL2D_FLOAT_KERNEL_W 1
+#define ESPNN_P_AVG_POOL2D_FLOAT_STRIDE_H 2
+#define ESPNN_P_AVG_POOL2D_FLOAT_STRIDE_W 3
+#define ESPNN_P_AVG_POOL2D_FLOAT_PAD_TOP 4
+#define ESPNN_P_AVG_POOL2D_FLOAT_PAD_LEFT 5
+#define ESPNN_P_AVG_POOL2D_FLOAT_PAD_BOTTOM 6
+#define ESPNN_P_AVG_POOL2D_FLOAT_PAD_RIGHT 7
+#define ESPNN_P_AVG_POOL2D_FLOAT_ACT_MIN 8
+#define ESPNN_P_AVG_POOL2D_FLOAT_ACT_MAX 9
+#define ESPNN_P_AVG_POOL2D_FLOAT_DIVISOR_MODE 10
+#define ESPNN_P_AVG_POOL2D_FLOAT_TORCH_OP 11
 
 #define ESPNN_AVG_DIVISOR_VALID 0
 #define ESPNN_AVG_DIVISOR_INCLUDE_PAD 1
+
+/* AVG_POOL2D_FLOAT: the dequant table's length and torch_op values (the PyTorch CPU kernel
+ * whose float32 arithmetic the op reproduces) */
+#define ESPNN_DEQUANT_TABLE_SIZE 256
+#define ESPNN_AVG_TORCH_POOL 0
+#define ESPNN_AVG_TORCH_ADAPTIVE 1
+#define ESPNN_AVG_TORCH_MEAN 2
 
 #define ESPNN_SHIFT_MIN (-31)
 #define ESPNN_SHIFT_MAX 0

@@ -2,10 +2,11 @@
  * QUANTIZE (float32 -> int8) and DEQUANTIZE (int8 -> float32), each with an optional
  * permutation so layout changes at the delegate boundary cost no extra pass.
  * QUANTIZE is ExecuTorch's quantize_per_tensor: q = clamp(round_half_even(x * (1/scale)) + zp),
- * all in float32, NaN -> zp.  No libm: the rounding is done here.
+ * all in float32, NaN -> zp (src/espnn_float.h).
  */
 #include <string.h>
 
+#include "espnn_float.h"
 #include "espnn_permute.h"
 
 typedef struct quant_state {
@@ -56,40 +57,11 @@ static espnn_status_t prepare_dequantize(espnn_prep_t *p)
     return prepare_common(p, false);
 }
 
-/* round half to even of a finite float already clamped to |v| < 2^22 */
-static int32_t round_half_even(float v)
-{
-    int32_t t = (int32_t)v; /* truncates toward zero */
-    const float frac = v - (float)t; /* exact for |v| < 2^22 */
-    if (frac > 0.5f || (frac == 0.5f && (t & 1))) {
-        t += 1;
-    } else if (frac < -0.5f || (frac == -0.5f && (t & 1))) {
-        t -= 1;
-    }
-    return t;
-}
-
-static int8_t quantize_one(float x, float inv_scale, int32_t zp)
-{
-    const float v = x * inv_scale; /* one float32 rounding, as the reference */
-    if (v != v) {
-        return (int8_t)zp;
-    }
-    /* beyond +-512 the int8 clamp decides whatever the rounding; keeps the cast defined */
-    if (v >= 512.0f) {
-        return 127;
-    }
-    if (v <= -512.0f) {
-        return -128;
-    }
-    const int32_t q = round_half_even(v) + zp;
-    return (int8_t)(q < -128 ? -128 : (q > 127 ? 127 : q));
-}
-
 static void quantize_elem(const espnn_exec_t *x, uint32_t in, uint32_t out)
 {
     const quant_state_t *s = (const quant_state_t *)x->data;
-    ((int8_t *)x->out)[out] = quantize_one(((const float *)x->in[0])[in], s->scale, s->zero_point);
+    ((int8_t *)x->out)[out] =
+        espnn_quantize_f32(((const float *)x->in[0])[in], s->scale, s->zero_point);
 }
 
 static void dequantize_elem(const espnn_exec_t *x, uint32_t in, uint32_t out)
@@ -107,7 +79,7 @@ static void eval_quantize(const espnn_exec_t *x)
         const float *in = (const float *)x->in[0];
         int8_t *out = (int8_t *)x->out;
         for (uint32_t i = 0; i < n; i++) {
-            out[i] = quantize_one(in[i], s->scale, s->zero_point);
+            out[i] = espnn_quantize_f32(in[i], s->scale, s->zero_point);
         }
         return;
     }

@@ -30,6 +30,7 @@ extern const espnn_op_family_t espnn_family_upsample_nearest;
 extern const espnn_op_family_t espnn_family_prelu;
 extern const espnn_op_family_t espnn_family_upsample_bilinear;
 extern const espnn_op_family_t espnn_family_transpose_conv2d;
+extern const espnn_op_family_t espnn_family_avg_pool2d_float;
 
 /* QUANTIZE, DEQUANTIZE, TRANSPOSE */
 static const char *const p_quantize[] = {
@@ -83,6 +84,10 @@ static const char *const p_transpose_conv2d[] = {
     "stride_h", "stride_w", "pad_top", "pad_left", "pad_bottom", "pad_right", "dilation_h",
     "dilation_w", "out_pad_h", "out_pad_w", "groups", "in_offset", "out_offset", "act_min",
     "act_max",
+};
+static const char *const p_avg_pool2d_float[] = {
+    "kernel_h", "kernel_w", "stride_h", "stride_w", "pad_top", "pad_left", "pad_bottom",
+    "pad_right", "act_min", "act_max", "divisor_mode", "torch_op",
 };
 
 static const espnn_op_spec_t specs[ESPNN_OP_COUNT] = {
@@ -162,6 +167,10 @@ static const espnn_op_spec_t specs[ESPNN_OP_COUNT] = {
         .name = "TRANSPOSE_CONV2D", .n_inputs = 5, .n_params = ESPNN_PARAMS_TRANSPOSE_CONV2D,
         .optional_mask = 0x04u, .since_minor = 1, .params = p_transpose_conv2d,
     },
+    [ESPNN_OP_AVG_POOL2D_FLOAT] = {
+        .name = "AVG_POOL2D_FLOAT", .n_inputs = 2, .n_params = ESPNN_PARAMS_AVG_POOL2D_FLOAT,
+        .since_minor = 1, .params = p_avg_pool2d_float,
+    },
 };
 
 static const espnn_op_family_t *const families[ESPNN_OP_COUNT] = {
@@ -186,6 +195,7 @@ static const espnn_op_family_t *const families[ESPNN_OP_COUNT] = {
     [ESPNN_OP_PRELU] = &espnn_family_prelu,
     [ESPNN_OP_UPSAMPLE_BILINEAR] = &espnn_family_upsample_bilinear,
     [ESPNN_OP_TRANSPOSE_CONV2D] = &espnn_family_transpose_conv2d,
+    [ESPNN_OP_AVG_POOL2D_FLOAT] = &espnn_family_avg_pool2d_float,
 };
 
 /* element size of each dtype; 0 for a code that is no dtype */
@@ -209,7 +219,7 @@ const espnn_op_spec_t *espnn_op_spec(uint32_t opcode)
 
 const espnn_op_family_t *espnn_op_family(uint32_t opcode)
 {
-    if (opcode == 0 || opcode >= ESPNN_OP_COUNT) {
+    if (opcode == 0 || opcode >= ESPNN_OP_COUNT || specs[opcode].name == NULL) {
         return NULL;
     }
     return families[opcode];

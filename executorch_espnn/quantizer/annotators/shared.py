@@ -42,9 +42,16 @@ _SINGLE_INPUT: frozenset[OpOverload] = frozenset({
     aten.narrow.default,
     aten.clone.default,
     aten.contiguous.default,
-    # identity in eval mode
+    # identity in eval mode (the in-place variants vanish in to_edge, leaving a dequantize
+    # read by a quantize: sharing the input's qparams makes that pair free, not a requantisation)
     aten.dropout.default,
+    aten.dropout_.default,
     aten.feature_dropout.default,
+    aten.feature_dropout_.default,
+    aten.alpha_dropout.default,
+    aten.alpha_dropout_.default,
+    aten.feature_alpha_dropout.default,
+    aten.feature_alpha_dropout_.default,
     # nearest upsampling copies values; bilinear's are convex combinations of the input's
     aten.upsample_nearest2d.vec,
     aten.upsample_nearest2d.default,

@@ -1,0 +1,78 @@
+"""Trained models on real data agree with PyTorch's quantized model, not only random ones.
+
+Small CNNs trained in seconds on scikit-learn's bundled digits (1,797 real 8x8 handwritten
+digits shipped with scikit-learn, no download), quantized with EspNNQuantizer (PT2E), lowered
+for the ESP32-S3 and run by the bit-exact reference of the delegate (what the chip computes).
+The logits are compared with the ``convert_pt2e`` model's on the 360 held-out images, and the
+C engine's with the reference's (bit for bit).
+
+The depthwise-separable CNN with 2x2 average pooling is the case issue 17 measured: with
+ESP-NN's average pool, a quarter of this data's 2x2 windows tie, ESP-NN rounds them away from
+zero, PyTorch to even, and the next depthwise convolution amplifies the 1-LSB differences
+(the issue measured 77.7 % of the logits within 1 LSB and 2 of 360 predictions flipped;
+benchmarks/rounding.py, with this training: 77.53 % and 1).  On AVG_POOL2D_FLOAT
+(tests/test_rounding.py) it agrees exactly; the plain CNN and the MLP (no average pool) for contrast.
+Deterministic: fixed seeds and one thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from devkit.digits import MODELS, Digits, load_digits_split, train
+from devkit.lowering_helpers import lower, quantize_module
+from executorch_espnn.reference import run_delegate
+from tests import engine_helpers as eh
+
+
+@pytest.fixture(scope="module")
+def one_thread() -> Iterator[None]:
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)  # the same float sums on every run: the same weights and logits
+    yield
+    torch.set_num_threads(old)
+
+
+@pytest.fixture(scope="module")
+def digits() -> Digits:
+    return load_digits_split()
+
+
+@pytest.mark.parametrize(("make", "steps", "opcode"), [m[1:] for m in MODELS], ids=[m[0] for m in MODELS])
+def test_trained_on_digits_agrees_with_pytorchs_quantized_model(
+        one_thread: None, digits: Digits, make: Callable[[], nn.Module], steps: int,
+        opcode: str | None) -> None:
+    m = train(make, digits, steps)
+    with torch.no_grad():
+        float_acc = float((m(digits.x_test).argmax(1) == digits.y_test).float().mean())
+    assert float_acc >= 0.95, f"training did not work ({float_acc:.3f})"
+
+    ex = (digits.x_test,)
+    converted = quantize_module(m, ex, calib=[(digits.x_train[:360],)])
+    low = lower(m, ex, converted=converted, target="esp32s3")
+    assert low.cpu() == [] and len(low.payloads) == 1, [(d.op, d.reason) for d in low.cpu()]
+    if opcode is not None:
+        assert opcode in low.opcodes()
+
+    got = run_delegate(low.payloads[0], [digits.x_test.numpy()])[0]
+    with torch.no_grad():
+        want = converted(digits.x_test).numpy()
+    (s, _), = low.output_qparams()
+    lsb = np.abs(np.round(got / s) - np.round(want / s))
+    within = float((lsb <= 1).mean())
+    assert within >= 0.999, f"{within:.4f} of the logits within 1 LSB (worst {int(lsb.max())} LSB)"
+    flipped = int((got.argmax(1) != want.argmax(1)).sum())
+    assert flipped == 0, f"{flipped} of {len(got)} predictions differ from PyTorch's quantized model"
+    int8_acc = float((got.argmax(1) == digits.y_test.numpy()).mean())
+    assert int8_acc >= float_acc - 0.02
+
+    # host == chip: the C engine computes the reference's bytes
+    exe = eh.build(eh.HOST)
+    r = eh.run(exe, eh.HOST, low.payloads[0], [digits.x_test.numpy()], 1)
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_array_equal(np.frombuffer(r.outputs[0], dtype=np.float32).reshape(got.shape), got)
