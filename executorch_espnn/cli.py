@@ -159,6 +159,10 @@ def _build(args: argparse.Namespace, out: TextIO) -> int:
     if not args.quiet:
         say("")
         say(report.summary())
+        if report.accuracy is not None:
+            from .report.text import accuracy_summary
+
+            say(accuracy_summary(report.accuracy.to_dict()))
         for w in report.warnings:
             say(f"warning: {w}")
         say("wrote " + ", ".join(str(p) for p in written))

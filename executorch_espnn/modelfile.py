@@ -340,11 +340,15 @@ def load_validation_npz(path: str | Path, example_inputs: tuple[Any, ...]) -> Va
         raise ValidationDataError(
             f"validation file {p}: no samples (the arrays have length 0); give at least one"
         )
-    if labels is not None and (labels.ndim == 0 or labels.shape[0] != len(samples)):
+    if labels is not None and (labels.ndim != 1 or labels.shape[0] != len(samples)):
         raise ValidationDataError(
             f"validation file {p}: {LABELS_KEY} has shape {tuple(labels.shape)}, expected one "
             f"label per sample ({len(samples)},)"
         )
+    if labels is not None:
+        from .accuracy.evaluate import check_label_dtype
+
+        check_label_dtype(labels, f"validation file {p}")
     return ValidationData(samples, labels, f"validation file {p}")
 
 

@@ -17,7 +17,7 @@ difference instead of hiding it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 from ..errors import DelegateInputError
 from ..pte import BACKEND_ID
-from . import run_delegate
+from . import Executor
 
 if TYPE_CHECKING:
     import torch
@@ -49,11 +49,18 @@ def _as_array(x: Any) -> npt.NDArray[np.generic]:
     )
 
 
+#: ``after_op(payload, op index, executor)``: called after each op of each delegate run
+OpObserver = Callable[[bytes, int, Executor], None]
+
+
 def run_program(
-    edge_program: ExportedProgram, inputs: Sequence[torch.Tensor | npt.NDArray[np.generic]]
+    edge_program: ExportedProgram,
+    inputs: Sequence[torch.Tensor | npt.NDArray[np.generic]],
+    after_op: OpObserver | None = None,
 ) -> list[npt.NDArray[np.generic]]:
     """The outputs of ``edge_program`` (``EdgeProgramManager.exported_program()``) on the
-    program inputs ``inputs``, with every ESP-NN delegate run by the Python reference."""
+    program inputs ``inputs``, with every ESP-NN delegate run by the Python reference;
+    ``after_op`` sees every delegate op's result (the payload's bytes name the delegate)."""
     import torch
 
     module = edge_program.module()
@@ -70,7 +77,9 @@ def run_program(
                     f"the program delegates to {backend}; the reference runs {BACKEND_ID} "
                     "delegates only (lower the model with executorch_espnn)"
                 )
-            outs = run_delegate(bytes(lowered.processed_bytes), [_as_array(a) for a in args[1:]])
+            payload = bytes(lowered.processed_bytes)
+            ex = Executor(payload, [_as_array(a) for a in args[1:]])
+            outs = ex.run(None if after_op is None else lambda i, e: after_op(payload, i, e))
             return tuple(torch.from_numpy(np.ascontiguousarray(o)) for o in outs)
 
     with torch.no_grad():

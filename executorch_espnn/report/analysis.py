@@ -4,7 +4,7 @@ and of each decoded delegate payload, plus the partitioner's decisions when ther
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..decisions import OpDecision
 from ..errors import PteError
@@ -12,6 +12,9 @@ from ..payload import DType, Opcode, Payload, PayloadError, Storage, decode
 from ..payload.state import state_bytes
 from ..pte import BACKEND_ID, SCALAR_TYPES, DelegateCallInfo, ProgramInfo, TensorDecl, read_program
 from .records import FastPathLayer, LoweringReport, OpEntry, PartitionReport, TensorSpec
+
+if TYPE_CHECKING:
+    from ..accuracy import AccuracyReport
 
 # the engine runs depthwise convolutions whose padded input is taller or wider than this on its
 # own kernel (ESP-NN indexes the padded input with int16_t; engine/ops/depthwise_conv2d.c)
@@ -245,6 +248,7 @@ def build_report(
     input_names: Sequence[str] | None = None,
     output_names: Sequence[str] | None = None,
     timings: dict[str, float] | None = None,
+    accuracy: AccuracyReport | None = None,
 ) -> LoweringReport:
     """The report of a ``.pte``.  ``decisions`` (from ``EspNNPartitioner.decisions``) supply
     the reasons and locations; without them (a ready .pte) operators are listed from the
@@ -309,6 +313,7 @@ def build_report(
         calibrated=calibrated,
         timings=dict(timings or {}),
         versions=_versions(),
+        accuracy=accuracy,
     )
 
 

@@ -4,11 +4,15 @@ lowering, with the JSON form (``to_dict``) whose keys are stable."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import text
 
-REPORT_SCHEMA = 1
+if TYPE_CHECKING:
+    from ..accuracy import AccuracyReport
+
+# 2: the accuracy key (null without validation data)
+REPORT_SCHEMA = 2
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,7 @@ class LoweringReport:
     calibrated: bool | None = None  # None: unknown (a ready .pte)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per lowering stage
     versions: dict[str, str] = field(default_factory=dict)  # package/format/toolchain versions
+    accuracy: AccuracyReport | None = None  # with validation data (executorch_espnn.accuracy)
 
     @property
     def delegate_weights_bytes(self) -> int:
@@ -150,6 +155,7 @@ class LoweringReport:
             "timings": dict(self.timings),
             "versions": dict(self.versions),
             "warnings": list(self.warnings),
+            "accuracy": None if self.accuracy is None else self.accuracy.to_dict(),
         }
 
     def summary(self) -> str:

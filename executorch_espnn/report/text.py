@@ -52,8 +52,80 @@ def report_text(r: Report) -> str:
               "yes" if f["fast"] else "NO", f["why"]] for f in r["fast_path"]["layers"]],
         ),
     }
+    acc = r.get("accuracy")
+    if acc is not None:
+        tables["accuracy_layers"] = accuracy_layer_table(acc)
     return rendering.render("report/report.txt.j2", r=r, summary=summary(r), tables=tables,
-                            macs=_macs, spec=_spec)
+                            macs=_macs, spec=_spec, acc=acc, titles=MODEL_TITLES, lsb=lsb_line,
+                            accuracy_outputs=[accuracy_output_table(o) for o in acc["outputs"]] if acc else [])
+
+
+MODEL_TITLES = {"float": "float", "pt2e": "PT2E", "delegate": "ESP-NN"}
+
+
+def db(value: float | str | None) -> str:
+    """A dB figure of the JSON form: "exact" for no error (JSON's "inf")."""
+    if value is None:
+        return "-"
+    if value == "inf":
+        return "exact"
+    if value == "-inf":
+        return "-inf dB"
+    return f"{float(value):.1f} dB"
+
+
+def percent(share: float) -> str:
+    if 0 < share < 0.00005:
+        return "<0.01%"  # a few elements of many: not "0.00%", which reads as none
+    return f"{100 * share:.2f}%"
+
+
+def accuracy_summary(acc: dict[str, Any]) -> str:
+    """One line per output for the build's console: top-1 and the chip's SQNR against float."""
+    lines = []
+    for o in acc["outputs"]:
+        parts = []
+        if o["top1_accuracy"]:
+            parts.append("top-1 " + ", ".join(f"{MODEL_TITLES[m]} {percent(a)}" for m, a in o["top1_accuracy"].items()))
+        for c in o["comparisons"]:
+            if c["test"] == "delegate":
+                parts.append(f"ESP-NN vs {MODEL_TITLES[c['reference']]}: agreement {percent(c['top1_agreement'])}, "
+                             f"SQNR {db(c['sqnr_db'])}")
+        lines.append(f"accuracy of {o['name']} on {acc['n_samples']} validation samples: " + "; ".join(parts))
+    return "\n".join(lines)
+
+
+def accuracy_output_table(o: dict[str, Any]) -> Table:
+    """One output's comparisons: model vs model, top-1 agreement and SQNR."""
+    return (
+        ["comparison", "top-1 agreement", "SQNR"],
+        [[f"{MODEL_TITLES[c['test']]} vs {MODEL_TITLES[c['reference']]}", percent(c["top1_agreement"]),
+          db(c["sqnr_db"])] for c in o["comparisons"]],
+    )
+
+
+def lsb_line(hist: dict[str, int] | None) -> str:
+    """``0: 998 (99.80%), +1: 1, -1: 1``: elements per signed LSB difference, 0 first."""
+    if hist is None:
+        return "n/a (the output has no int8 grid)"
+    total = sum(hist.values()) or 1
+    keys = sorted(hist, key=lambda k: (abs(int(k)), int(k)))
+    parts = []
+    for k in keys:
+        n = hist[k]
+        label = "0" if int(k) == 0 else f"{int(k):+d}"
+        parts.append(f"{label}: {n:,}" + (f" ({percent(n / total)})" if int(k) == 0 else ""))
+    return ", ".join(parts)
+
+
+def accuracy_layer_table(acc: dict[str, Any]) -> Table:
+    return (
+        ["part", "op", "layer", "value", "shape", "ESP-NN SQNR", "PT2E SQNR", "max LSB vs PT2E", "off",
+         "location"],
+        [[str(la["partition"]), str(la["op"]), la["opcode"].lower(), la["node"],
+          "x".join(map(str, la["shape"])), db(la["sqnr_db"]), db(la["pt2e_sqnr_db"]), str(la["max_lsb"]),
+          percent(la["off_share"]), la["location"] or "-"] for la in acc["layers"]],
+    )
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
