@@ -2,7 +2,7 @@
 
 Run by the builder as `$PYTHONEXE lower_driver.py --model ... --out $BUILD_DIR/executorch ...`
 so that torch is imported in a child process, never in SCons itself.  Writes only into --out:
-model.pte, report.json, report.txt and selected_operators.yaml (the lowering's, as
+model.pte, report.json, report.txt, report.html and selected_operators.yaml (the lowering's, as
 `python -m executorch_espnn build` writes them; none for a ready .pte), selftest.npz (with
 custom_executorch_selftest), espnn_model/ (the generated model_pte.h, model_pte_data.S and the
 CMakeLists.txt that makes them an ESP-IDF component) and model_info.json (what the builder
@@ -72,7 +72,7 @@ def progress(msg: str) -> None:
 
 
 def lower(args: argparse.Namespace, out: Path) -> None:
-    """Produce out/model.pte (+ report.json, report.txt, selected_operators.yaml)."""
+    """Produce out/model.pte (+ report.json, report.txt, report.html, selected_operators.yaml)."""
     if args.kind == "pte":
         shutil.copyfile(args.model, out / "model.pte")
         return

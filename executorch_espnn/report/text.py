@@ -18,15 +18,15 @@ Table = tuple[list[str], list[list[str]]]  # headers, rows
 
 
 def summary(r: Report) -> str:
-    return rendering.render("report/summary.txt.j2", r=r, b=_b).removesuffix("\n")
+    return rendering.render("report/summary.txt.j2", r=r, b=number).removesuffix("\n")
 
 
 def report_text(r: Report) -> str:
     tables: dict[str, Table] = {
         "partitions": (
             ["#", "ops", "tensors", "arena", "peak live", "scratch", "weights", "in -> out"],
-            [[str(p["index"]), str(len(p["ops"])), str(p["n_tensors"]), _b(p["arena_bytes"]),
-              _b(p["arena_lower_bound"]), _b(p["scratch_bytes"]), _b(p["weights_bytes"]),
+            [[str(p["index"]), str(len(p["ops"])), str(p["n_tensors"]), number(p["arena_bytes"]),
+              number(p["arena_lower_bound"]), number(p["scratch_bytes"]), number(p["weights_bytes"]),
               f"{len(p['inputs'])} -> {len(p['outputs'])}"] for p in r["partitions"]],
         ),
         "cpu_ops": (
@@ -36,19 +36,19 @@ def report_text(r: Report) -> str:
         "memory": (
             ["what", "bytes", "notes"],
             [
-                ["delegate arena", _b(r["arena_bytes"]), "activations + kernel scratch"],
-                ["ExecuTorch planned", _b(r["planned_bytes"]),
-                 "mem ids " + (", ".join(_b(b) for b in r["planned_buffers"]) or "-")],
-                ["weights", _b(r["weights_bytes"]),
-                 f"delegate {_b(r['delegate_weights_bytes'])} + CPU {_b(r['cpu_weights_bytes'])}"],
-                ["delegate state", "n/a" if r["state_bytes"] is None else _b(r["state_bytes"]),
+                ["delegate arena", number(r["arena_bytes"]), "activations + kernel scratch"],
+                ["ExecuTorch planned", number(r["planned_bytes"]),
+                 "mem ids " + (", ".join(number(b) for b in r["planned_buffers"]) or "-")],
+                ["weights", number(r["weights_bytes"]),
+                 f"delegate {number(r['delegate_weights_bytes'])} + CPU {number(r['cpu_weights_bytes'])}"],
+                ["delegate state", "n/a" if r["state_bytes"] is None else number(r["state_bytes"]),
                  "decoded engine tables"],
-                [".pte", _b(r["pte_bytes"]), ""],
+                [".pte", number(r["pte_bytes"]), ""],
             ],
         ),
         "fast_path": (
             ["part", "op", "layer", "shape", "MACs", "fast", "why"],
-            [[str(f["partition"]), str(f["op"]), f["layer"], f["shape"], _macs(f["macs"]),
+            [[str(f["partition"]), str(f["op"]), f["layer"], f["shape"], macs(f["macs"]),
               "yes" if f["fast"] else "NO", f["why"]] for f in r["fast_path"]["layers"]],
         ),
     }
@@ -56,7 +56,7 @@ def report_text(r: Report) -> str:
     if acc is not None:
         tables["accuracy_layers"] = accuracy_layer_table(acc)
     return rendering.render("report/report.txt.j2", r=r, summary=summary(r), tables=tables,
-                            macs=_macs, spec=_spec, acc=acc, titles=MODEL_TITLES, lsb=lsb_line,
+                            macs=macs, spec=_spec, acc=acc, titles=MODEL_TITLES, lsb=lsb_line,
                             accuracy_outputs=[accuracy_output_table(o) for o in acc["outputs"]] if acc else [])
 
 
@@ -137,11 +137,11 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return template.render(headers=list(headers), rows=[list(r) for r in rows]).removesuffix("\n")
 
 
-def _b(n: int) -> str:
+def number(n: int) -> str:
     return f"{n:,}"
 
 
-def _macs(n: int) -> str:
+def macs(n: int) -> str:
     for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if n >= div:
             return f"{n / div:.2f} {unit}"
