@@ -216,6 +216,30 @@ def test_cli_without_labels_writes_the_accuracy_to_both_reports(trained: Trained
     assert "top-1 accuracy" not in text
 
 
+def test_an_already_quantized_model_is_compared_with_its_own_pt2e_program(trained: Trained) -> None:
+    """A model quantized by the user (or QAT's convert_qat) has no float model: the report
+    compares the chip's bits with the PT2E program only, per output and per layer."""
+    from tests.lowering_helpers import quantize_module
+
+    ex = (trained.x_train[0],)
+    converted = quantize_module(trained.model, ex, calib=[(trained.x_train[i],) for i in range(32)])
+    val = ValidationData([(x,) for x in trained.x_val[:24]], trained.y_val[:24])
+    low = ee.lower(torch.export.export(converted, ex), ex, validation=val)
+    assert low.accuracy is not None
+    acc = low.accuracy.to_dict()
+    assert not acc["has_float"] and acc["labelled"]
+    (out,) = acc["outputs"]
+    assert set(out["top1_accuracy"]) == {"pt2e", "delegate"}
+    assert [(c["test"], c["reference"]) for c in out["comparisons"]] == [("delegate", "pt2e")]
+    d = _delegate_outputs(low.pte, trained.x_val[:24]).reshape(24, -1)
+    with torch.no_grad():
+        q = np.stack([converted(x).numpy() for x in trained.x_val[:24]]).reshape(24, -1)
+    assert _db(out["comparisons"][0]["sqnr_db"]) == pytest.approx(_sqnr(q, d), abs=1e-3)
+    assert out["top1_accuracy"]["delegate"] == pytest.approx(np.mean(d.argmax(1) == trained.y_val[:24]))
+    assert acc["layers"] and all(la["sqnr_db"] is None and la["max_lsb"] <= 1 for la in acc["layers"])
+    assert "the model came quantized: no float model" in str(low.report)
+
+
 # --- bad validation data: the message names the problem and the fix ------------------------
 
 EX = (torch.zeros(1, 1, 8, 8),)
