@@ -106,12 +106,13 @@ def evaluate(
     """The accuracy report of ``data`` (see the module docstring); ``float_program`` is None
     for a model that came already quantized (QAT): its comparisons are then left out."""
     from ..graph.source import source_location
-    from ..reference.program import run_program
+    from ..reference.program import ProgramRunner
 
     t0 = time.perf_counter()
     pt2e_gm = quantized.module()
     float_gm = float_program.module() if float_program is not None else None
     plans, notes = plan_layers(edge_program, pt2e_gm, float_gm)
+    run_program = ProgramRunner(edge_program)
     by_op: dict[tuple[bytes, int], list[int]] = {}
     for k, p in enumerate(plans):
         by_op.setdefault((p.payload, p.op), []).append(k)
@@ -122,7 +123,7 @@ def evaluate(
     layer_vals: dict[str, list[list[Any]]] = {m: [[] for _ in plans] for m in MODELS}
     for sample in data.samples:
         d_layers: list[Any] = [None] * len(plans)
-        outs["delegate"].append(run_program(edge_program, list(sample), _capture(plans, by_op, d_layers)))
+        outs["delegate"].append(run_program(list(sample), _capture(plans, by_op, d_layers)))
         y, got = _run_capturing(pt2e_gm, sample, pt2e_names)
         outs["pt2e"].append(y)
         if float_gm is not None:
