@@ -192,6 +192,29 @@ def test_report_text_has_the_accuracy_section(lowered: ee.LoweredModel) -> None:
     assert f"{worst['opcode'].lower()}" in text.split("Layer-wise error")[1].splitlines()[3]
 
 
+def test_the_build_summary_prints_the_accuracy(lowered: ee.LoweredModel) -> None:
+    """The PlatformIO build's summary (builder/espnn_pio/report.py) shows the accuracy line the
+    model step's child read from report.json."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "builder"))
+    try:
+        from espnn_pio import lower_driver, report  # type: ignore[import-not-found]
+    finally:
+        sys.path.pop(0)
+    r = lowered.report.to_dict()
+    (line,) = lower_driver.accuracy_lines(r)
+    top = r["accuracy"]["outputs"][0]["top1_accuracy"]
+    assert line.startswith(f"accuracy of output0 on {N_VAL} validation samples: top-1 float "
+                           f"{100 * top['float']:.2f}%, PT2E {100 * top['pt2e']:.2f}%, ESP-NN {100 * top['delegate']:.2f}%")
+    assert lower_driver.accuracy_lines({"accuracy": None}) == []
+    sizes = {"arena_bytes": 1, "state_bytes": 1, "planned_bytes": 1, "weights_bytes": 0,
+             "method_allocator_bytes": 1, "temp_allocator_bytes": 0, "pointer_bytes": 4}
+    info = {"pte": {"size": 2048, "sha256": "0" * 64, "delegates": []}, "sizes": sizes,
+            "ops": {"delegated": 3, "cpu": 0, "cpu_list": []}, "warnings": [], "accuracy": [line]}
+    assert f"  {line}" in report.summary_lines(info, None)
+
+
 @pytest.mark.slow  # a second whole lowering, through the CLI
 def test_cli_without_labels_writes_the_accuracy_to_both_reports(trained: Trained, tmp_path: Path) -> None:
     from executorch_espnn import cli

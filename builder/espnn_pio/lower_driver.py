@@ -148,7 +148,19 @@ def describe(out: Path) -> dict[str, Any]:
     report: dict[str, Any] = (
         json.loads(report_path.read_text(encoding="utf8")) if report_path.is_file() else {}
     )
-    return render.model_info(meta, report, versions(), measure_pools(pte, meta.method))
+    info = render.model_info(meta, report, versions(), measure_pools(pte, meta.method))
+    info["accuracy"] = accuracy_lines(report)
+    return info
+
+
+def accuracy_lines(report: dict[str, Any]) -> list[str]:
+    """The accuracy on the validation data, one line per output, for the build's summary."""
+    acc = report.get("accuracy")
+    if not acc:
+        return []
+    from executorch_espnn.report.text import accuracy_summary
+
+    return accuracy_summary(acc).splitlines()
 
 
 def load_selftest(out: Path) -> dict[str, Any] | None:
