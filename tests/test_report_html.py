@@ -157,3 +157,18 @@ def test_a_script_error_is_visible_in_the_dom(built: Path, tmp_path: Path) -> No
     (tmp_path / "broken.html").write_text(broken)
     attrs = _html_attrs(dump_dom(tmp_path / "broken.html", tmp_path / "profile"))
     assert "data-script-error" in attrs and "data-rendered" not in attrs
+
+
+@pytest.mark.slow  # Chromium (~3 s)
+def test_the_page_of_a_ready_pte_draws_its_arenas_and_says_there_is_no_graph(built: Path, tmp_path: Path) -> None:
+    from executorch_espnn import cli
+
+    assert cli.main(["build", str(built / "model.pte"), "--out", str(tmp_path / "o"), "--quiet"]) == 0
+    r = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert r["graph"] == [] and r["accuracy"] is None
+    dom = dump_dom(tmp_path / "o" / "report.html", tmp_path / "profile")
+    attrs = _html_attrs(dom)
+    assert "data-script-error" not in attrs
+    n_tensors = sum(len(p["arena"]["tensors"]) for p in r["partitions"])
+    assert attrs["data-rendered"] == f"graph:0 arenas:{len(r['partitions'])} tensors:{n_tensors}"
+    assert 'id="graph-none">a ready .pte carries no graph' in dom and 'id="accuracy"' not in dom
