@@ -65,18 +65,12 @@ def output_grids(quantized: ExportedProgram) -> list[tuple[float, int] | None]:
             for o in (outs if isinstance(outs, (list, tuple)) else [outs])]
 
 
-def check_label_dtype(labels: npt.NDArray[Any], source: str) -> None:
-    if not np.issubdtype(labels.dtype, np.integer):
-        raise ValidationDataError(
-            f"{source}: labels has dtype {labels.dtype}; give one integer class index per sample "
-            "(e.g. labels=y.astype(np.int64)), the index the model's arg-max should select"
-        )
-
-
 def check_labels(labels: Any, n_samples: int, n_classes: Sequence[int], source: str) -> npt.NDArray[np.int64] | None:
     """The labels as int64 class indices, or ValidationDataError naming the problem and fix."""
     if labels is None:
         return None
+    from ..modelfile import check_label_dtype
+
     a = np.asarray(labels)
     check_label_dtype(a, source)
     if a.ndim != 1 or len(a) != n_samples:
