@@ -2,8 +2,9 @@
 (``payload_factory``), the model zoo (``zoo``, lowered once per process: ``lowered_zoo``), the offline PlatformIO driver and its stand-in
 platforms (``pio_helpers``), stand-in source trees and archives for ESP builds
 (``source_helpers``), a model's generated files outside PlatformIO (``model_files``), the
-lowering harness against PyTorch's ``convert_pt2e`` model (``lowering_helpers``) and models
-trained on scikit-learn's digits (``digits``).
+lowering harness against PyTorch's ``convert_pt2e`` model (``lowering_helpers``), models
+trained on scikit-learn's digits (``digits``) and the report example's digits CNN with its
+validation data (``report_example``).
 
 A development package of the checkout, not part of the wheel: it needs the checkout's builder
 and PlatformIO stand-ins, and these fixtures are not an API for users (``executorch_espnn.testing``

@@ -26,7 +26,7 @@ from .graph.constants import GraphContext
 from .ops import build_registry
 from .payload import PayloadError, Target
 from .payload.format import MAX_IO, MAX_OPS, MAX_TENSORS
-from .payload_builder import Limits
+from .payload_builder import BuildResult, Limits
 from .units import build_payload
 from .unsupported import Unsupported
 
@@ -129,19 +129,25 @@ def partition_io(ep: ExportedProgram) -> tuple[list[Node], list[Node], list[Node
     return nodes, inputs, outputs
 
 
+def build_partition(edge_program: ExportedProgram, compile_specs: list[CompileSpec]) -> BuildResult:
+    """The payload of one partition with the graph value each tensor holds: what ``preprocess``
+    returns, and what the accuracy report rebuilds from a lowered module's ``original_module``
+    to name the layers of a payload (the bytes do not carry node names)."""
+    target, options = parse_compile_specs(compile_specs)
+    ctx = GraphContext(edge_program)
+    nodes, inputs, outputs = partition_io(edge_program)
+    try:
+        return build_payload(nodes, inputs, outputs, ctx, build_registry(), target, options.limits)
+    except Unsupported as e:
+        raise LoweringError(
+            f"EspNNDelegateBackend cannot lower this partition: {e.reason}. Partitions made by "
+            "EspNNPartitioner never hit this; if they did, please report it with the model."
+        ) from None
+    except PayloadError as e:
+        raise LoweringError(f"EspNNDelegateBackend produced an invalid payload: {e}") from None
+
+
 class EspNNDelegateBackend(BackendDetails):  # type: ignore[misc]  # executorch is untyped
     @staticmethod
     def preprocess(edge_program: ExportedProgram, compile_specs: list[CompileSpec]) -> PreprocessResult:
-        target, options = parse_compile_specs(compile_specs)
-        ctx = GraphContext(edge_program)
-        nodes, inputs, outputs = partition_io(edge_program)
-        try:
-            result = build_payload(nodes, inputs, outputs, ctx, build_registry(), target, options.limits)
-        except Unsupported as e:
-            raise LoweringError(
-                f"EspNNDelegateBackend cannot lower this partition: {e.reason}. Partitions made by "
-                "EspNNPartitioner never hit this; if they did, please report it with the model."
-            ) from None
-        except PayloadError as e:
-            raise LoweringError(f"EspNNDelegateBackend produced an invalid payload: {e}") from None
-        return PreprocessResult(processed_bytes=result.data)
+        return PreprocessResult(processed_bytes=build_partition(edge_program, compile_specs).data)

@@ -4,8 +4,9 @@
     build MODEL --out DIR [--target esp32s3] [--strict] [--calibration data.npz]
           [--validation val.npz] [--selftest N]
         lowers a .py/.pt2 model (or takes a ready .pte) and writes DIR/model.pte,
-        DIR/report.json, DIR/report.txt and DIR/selected_operators.yaml (and, with
-        --selftest N, DIR/selftest.npz: N inputs and their expected outputs)
+        DIR/report.json, DIR/report.txt, DIR/report.html (the same report as one self-contained
+        page) and DIR/selected_operators.yaml (and, with --selftest N, DIR/selftest.npz: N inputs
+        and their expected outputs; with --validation, the reports' accuracy section)
     inspect FILE.pte [--json]
         prints the report of a ready .pte
     init DIR [--board esp32-s3-devkitc-1] [--framework arduino|espidf]
@@ -38,7 +39,7 @@ from typing import TextIO
 from .errors import EspNNError, PteError, StrictModeError
 from .version import __version__
 
-OUTPUT_FILES = ("model.pte", "report.json", "report.txt", "selected_operators.yaml")
+OUTPUT_FILES = ("model.pte", "report.json", "report.txt", "report.html", "selected_operators.yaml")
 SELFTEST_FILE = "selftest.npz"  # written with --selftest N
 
 
@@ -111,12 +112,12 @@ def _count(text: str) -> int | str:
         return text
 
 
-def _write_outputs(out: Path, pte: bytes, report_json: str, report_txt: str) -> list[Path]:
+def _write_outputs(out: Path, pte: bytes, report_json: str, report_txt: str, report_html: str) -> list[Path]:
     from .lowering import write_selected_operators
 
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, text in (("report.json", report_json), ("report.txt", report_txt)):
+    for name, text in (("report.json", report_json), ("report.txt", report_txt), ("report.html", report_html)):
         (out / name).write_text(text, encoding="utf-8")
         written.append(out / name)
     (out / "model.pte").write_bytes(pte)
@@ -180,7 +181,8 @@ def _build(args: argparse.Namespace, out: TextIO) -> int:
                         strict=args.strict, progress=say, selftest=args.selftest,
                         validation=src.validation)
         report, pte, selftest = lowered.report, lowered.pte, lowered.selftest
-    written = _write_outputs(args.out, pte, json.dumps(report.to_dict(), indent=2) + "\n", str(report))
+    written = _write_outputs(args.out, pte, json.dumps(report.to_dict(), indent=2) + "\n", str(report),
+                             report.html())
     selftest_path = args.out / SELFTEST_FILE
     if selftest is not None:
         written.append(selftest.save(selftest_path))
@@ -189,6 +191,10 @@ def _build(args: argparse.Namespace, out: TextIO) -> int:
     if not args.quiet:
         say("")
         say(report.summary())
+        if report.accuracy is not None:
+            from .report.text import accuracy_summary
+
+            say(accuracy_summary(report.accuracy.to_dict()))
         for w in report.warnings:
             say(f"warning: {w}")
         say("wrote " + ", ".join(str(p) for p in written))

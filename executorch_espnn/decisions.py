@@ -13,3 +13,6 @@ class OpDecision:
     reason: str  # why it stays on the CPU ("" when delegated)
     location: str | None = None  # "model.py:42 in forward" when the node carries a stack trace
     partition: int | None = None  # partition index when delegated
+    # the decided operators (node names) and program inputs ("input:x") whose values it reads,
+    # past quantize/dequantize and getitem: the edges of the report's graph
+    inputs: tuple[str, ...] = ()

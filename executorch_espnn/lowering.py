@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import torch
     from torch.export import ExportedProgram
 
+    from .accuracy import AccuracyReport
     from .modelfile import ValidationData
     from .quantizer import EspNNQuantizer
     from .selftest import SelfTest
@@ -79,6 +80,9 @@ class LoweredModel:
     quantized_program: ExportedProgram | None = None
     # lower(..., selftest=N): N inputs and the outputs the firmware must produce for them
     selftest: SelfTest | None = None
+    # lower(..., validation=...): float vs PT2E vs the delegate on the validation data (also
+    # report.accuracy)
+    accuracy: AccuracyReport | None = None
 
     @property
     def inputs(self) -> list[TensorSpec]:
@@ -160,6 +164,11 @@ def lower(
     the first N samples of ``validation`` (held-out input tuples, or a ``ValidationData``),
     else of ``calibration``, else seeded random inputs; the expected outputs come from the
     Python reference of the delegate and PyTorch for CPU operators, never from the C engine.
+
+    ``validation`` (held-out input tuples, or a ``ValidationData`` with optional labels) also
+    measures accuracy: per output, the float model vs the PT2E quantized model vs the
+    delegate's exact int8 result, and each delegated layer's error (``LoweredModel.accuracy``,
+    the report's accuracy section; see executorch_espnn.accuracy).
     """
     import torch
 
@@ -209,15 +218,17 @@ def lower(
             f"lower() takes a torch.nn.Module or a torch.export.ExportedProgram, got {type(model).__name__}"
         )
     input_names = list(ep.graph_signature.user_inputs)
+    val = _validation_data(validation, example_inputs)  # checked before any lowering work
     samples: tuple[list[tuple[Any, ...]], str] | None = None
     if n_selftest:
         if calibration is not None and not isinstance(calibration, Sequence):
             calibration = list(calibration)  # read twice: calibration, then the self-test samples
-        samples = _selftest_samples(n_selftest, example_inputs, validation, calibration)
+        samples = _selftest_samples(n_selftest, example_inputs, val, calibration)
 
     # 2. quantize + calibrate
     calibrated: bool | None
-    if _is_quantized(ep):
+    already_quantized = _is_quantized(ep)
+    if already_quantized:
         from .quantizer.scheme import check_quantized_scheme
 
         t0 = stage(2, "quantize", " (already quantized: skipped)")
@@ -260,6 +271,14 @@ def lower(
     if samples is not None:
         # before to_executorch(): its passes rewrite the edge program's graph in place
         selftest_io = _selftest_reference(edge.exported_program(), qep, samples, input_names, say)
+    accuracy = None
+    if val is not None:
+        from .accuracy import evaluate
+
+        say(f"accuracy: {len(val)} sample(s) of the {val.source}: float, PT2E and ESP-NN (bit-exact "
+            "reference) ...")
+        accuracy = evaluate(None if already_quantized else ep, qep, edge.exported_program(), val)
+        say(f"accuracy: {accuracy.seconds:.2f} s")
 
     # 4. to_executorch
     # quantize/dequantize left on the CPU need their out variants registered (the AOT
@@ -283,6 +302,7 @@ def lower(
         calibrated=calibrated,
         input_names=input_names,
         timings=timings.as_dict(),
+        accuracy=accuracy,
     )
     st = None
     if selftest_io is not None:
@@ -290,24 +310,31 @@ def lower(
 
         source, stored, outputs = selftest_io
         st = build_selftest(source, stored, outputs, report.outputs)
-    return LoweredModel(pte, report, timings, qep, st)
+    return LoweredModel(pte, report, timings, qep, st, accuracy)
+
+
+def _validation_data(
+    validation: Iterable[Any] | ValidationData | None, example_inputs: tuple[Any, ...]
+) -> ValidationData | None:
+    """``validation`` as ValidationData (read once: the self-test and the accuracy use it)."""
+    from .modelfile import ValidationData, check_calibration
+
+    if validation is None or isinstance(validation, ValidationData):
+        return validation
+    return ValidationData(check_calibration(validation, example_inputs, "validation"))
 
 
 def _selftest_samples(
     n: int,
     example_inputs: tuple[Any, ...],
-    validation: Iterable[Any] | ValidationData | None,
+    validation: ValidationData | None,
     calibration: Iterable[Any] | None,
 ) -> tuple[list[tuple[Any, ...]], str]:
     """The self-test's samples and where they come from (checked before any lowering work)."""
-    from .modelfile import ValidationData, check_calibration
+    from .modelfile import check_calibration
     from .selftest import select_samples
 
-    val: list[tuple[Any, ...]] | None = None
-    if isinstance(validation, ValidationData):
-        val = validation.samples
-    elif validation is not None:
-        val = check_calibration(validation, example_inputs, "validation")
+    val = validation.samples if validation is not None else None
     cal = None if calibration is None else check_calibration(calibration, example_inputs, "calibration")
     return select_samples(n, example_inputs, val, cal)
 

@@ -340,12 +340,25 @@ def load_validation_npz(path: str | Path, example_inputs: tuple[Any, ...]) -> Va
         raise ValidationDataError(
             f"validation file {p}: no samples (the arrays have length 0); give at least one"
         )
-    if labels is not None and (labels.ndim == 0 or labels.shape[0] != len(samples)):
+    if labels is not None and (labels.ndim != 1 or labels.shape[0] != len(samples)):
         raise ValidationDataError(
             f"validation file {p}: {LABELS_KEY} has shape {tuple(labels.shape)}, expected one "
             f"label per sample ({len(samples)},)"
         )
+    if labels is not None:
+        check_label_dtype(labels, f"validation file {p}")
     return ValidationData(samples, labels, f"validation file {p}")
+
+
+def check_label_dtype(labels: Any, source: str) -> None:
+    """Labels are class indices: an integer array, or ValidationDataError naming the fix."""
+    import numpy as np
+
+    if not np.issubdtype(labels.dtype, np.integer):
+        raise ValidationDataError(
+            f"{source}: labels has dtype {labels.dtype}; give one integer class index per sample "
+            "(e.g. labels=y.astype(np.int64)), the index the model's arg-max should select"
+        )
 
 
 def _load_npz_samples(

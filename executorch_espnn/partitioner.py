@@ -254,7 +254,7 @@ class EspNNPartitioner(Partitioner):  # type: ignore[misc]  # executorch is unty
                 n.meta["delegation_tag"] = tag
                 where[n] = i
         tag_constant_data(ep)
-        self.decisions = self._decide(nodes, where, reasons, final)
+        self.decisions = self._decide(nodes, where, reasons, final, set(ep.graph_signature.user_inputs))
         self.partition_starts = self._start_reasons(final, where, reasons, order)
         self._check_strict()
         return PartitionResult(tagged_exported_program=ep, partition_tags=tags)
@@ -438,7 +438,8 @@ class EspNNPartitioner(Partitioner):  # type: ignore[misc]  # executorch is unty
 
     # ---------------------------------------------------------------- decisions
     def _decide(
-        self, nodes: Sequence[Node], where: dict[Node, int], reasons: dict[Node, str], pieces: Sequence[_Piece]
+        self, nodes: Sequence[Node], where: dict[Node, int], reasons: dict[Node, str], pieces: Sequence[_Piece],
+        user_inputs: set[str],
     ) -> list[OpDecision]:
         decided: list[OpDecision] = []
         for n in nodes:
@@ -447,10 +448,11 @@ class EspNNPartitioner(Partitioner):  # type: ignore[misc]  # executorch is unty
             part = where.get(n)
             if part is not None:
                 if not is_qdq(n):
-                    decided.append(OpDecision(n.name, node_op(n), True, "", source_location(n), part))
+                    decided.append(OpDecision(n.name, node_op(n), True, "", source_location(n), part,
+                                              _graph_inputs(n, user_inputs)))
                 continue
             decided.append(OpDecision(n.name, node_op(n), False, self._cpu_reason(n, reasons, where),
-                                      source_location(n), None))
+                                      source_location(n), None, _graph_inputs(n, user_inputs)))
         return decided
 
     def _cpu_reason(self, n: Node, reasons: dict[Node, str], where: dict[Node, int]) -> str:
@@ -507,3 +509,24 @@ class EspNNPartitioner(Partitioner):  # type: ignore[misc]  # executorch is unty
             + "\nChange the model or quantizer config so these are supported, or allow CPU fallback."
         )
 
+
+def _graph_inputs(n: Node, user_inputs: set[str]) -> tuple[str, ...]:
+    """The operators and program inputs (``input:<name>``) whose values ``n`` reads, looking
+    through quantize/dequantize and getitem (which the decisions leave out); weights and other
+    constants are not edges."""
+    out: dict[str, None] = {}
+    stack = list(n.all_input_nodes)
+    seen: set[Node] = set()
+    while stack:
+        a = stack.pop(0)
+        if a in seen:
+            continue
+        seen.add(a)
+        if a.op == "placeholder":
+            if a.name in user_inputs:
+                out.setdefault(f"input:{a.name}", None)
+        elif a.op == "call_function" and (is_qdq(a) or node_op(a) == GETITEM):
+            stack.extend(a.all_input_nodes)
+        elif a.op == "call_function":
+            out.setdefault(a.name, None)
+    return tuple(out)

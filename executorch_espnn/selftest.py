@@ -233,7 +233,7 @@ def reference_outputs(
     program's graph in place."""
     import torch
 
-    from .reference.program import run_program
+    from .reference.program import ProgramRunner
 
     per_input: list[list[npt.NDArray[Any]]] = [[] for _ in names]
     for sample in samples:
@@ -242,7 +242,8 @@ def reference_outputs(
     stored = tuple(_store_input(name, xs, quantization[i] if i < len(quantization) else None)
                    for i, (name, xs) in enumerate(zip(names, per_input, strict=True)))
     n = int(stored[0].values.shape[0]) if stored else 0
-    outputs = [run_program(edge_program, [program_value(t, case) for t in stored]) for case in range(n)]
+    run_program = ProgramRunner(edge_program)
+    outputs = [run_program([program_value(t, case) for t in stored]) for case in range(n)]
     return stored, outputs
 
 

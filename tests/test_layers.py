@@ -19,7 +19,7 @@ SCONS_SIDE = ("scons_steps", "options", "kconfig_glue", "model_step", "render", 
 HEAVY = ("torch", "executorch", "numpy", "kconfiglib", "jinja2", "executorch_espnn")
 LOWERING = ("quantizer", "graph", "layout", "planner", "payload_builder", "ops", "units", "partitioner",
             "backend", "lowering")
-TOOLS = ("report", "host", "cli", "modelfile", "selective", "selftest", "kconfig", "testing")
+TOOLS = ("report", "host", "cli", "modelfile", "selective", "selftest", "accuracy", "kconfig", "testing")
 LEAVES = ("payload", "reference", "quant_math", "pte", "rendering", "decisions", "errors", "version", "compat", "resources")
 
 

@@ -120,6 +120,26 @@ def test_lowering_is_cached_and_reruns_on_change(core: Path, tmp_path: Path) -> 
 
 
 @pytest.mark.slow
+def test_validation_data_puts_the_accuracy_in_the_build_summary_and_reports(core: Path, tmp_path: Path) -> None:
+    """custom_executorch_validation: the build's summary prints the accuracy per output and the
+    model step writes report.html beside report.txt, both with the accuracy section."""
+    import numpy as np
+
+    proj = _project(tmp_path / "p", MODEL.format(seed=0), "custom_executorch_validation = val.npz")
+    g = np.random.default_rng(0)
+    np.savez(proj / "val.npz", input0=g.normal(size=(10, 1, 8)).astype(np.float32), labels=g.integers(0, 4, 10))
+    out = proj / ".pio" / "build" / "esp32dev" / "executorch"
+    r = h.pio(core, proj, "run", "-e", "esp32dev", timeout=600).check()
+    summary = [ln for ln in r.output.splitlines() if ln.startswith("  accuracy of output0 on 10 validation samples: ")]
+    assert len(summary) == 1, r.output[-4000:]
+    acc = json.loads((out / "report.json").read_text())["accuracy"]
+    assert acc["n_samples"] == 10 and acc["labelled"]
+    assert f"ESP-NN {100 * acc['outputs'][0]['top1_accuracy']['delegate']:.2f}%" in summary[0]
+    assert "Accuracy on the validation file" in (out / "report.txt").read_text()
+    assert 'id="accuracy"' in (out / "report.html").read_text()
+
+
+@pytest.mark.slow
 def test_broken_model_stops_the_build_with_one_line(core: Path, tmp_path: Path) -> None:
     proj = _project(tmp_path / "p", BROKEN)
     r = h.pio(core, proj, "run", "-e", "esp32dev", timeout=600)

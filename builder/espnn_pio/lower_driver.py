@@ -2,7 +2,7 @@
 
 Run by the builder as `$PYTHONEXE lower_driver.py --model ... --out $BUILD_DIR/executorch ...`
 so that torch is imported in a child process, never in SCons itself.  Writes only into --out:
-model.pte, report.json, report.txt and selected_operators.yaml (the lowering's, as
+model.pte, report.json, report.txt, report.html and selected_operators.yaml (the lowering's, as
 `python -m executorch_espnn build` writes them; none for a ready .pte), selftest.npz (with
 custom_executorch_selftest), espnn_model/ (the generated model_pte.h, model_pte_data.S and the
 CMakeLists.txt that makes them an ESP-IDF component) and model_info.json (what the builder
@@ -72,7 +72,7 @@ def progress(msg: str) -> None:
 
 
 def lower(args: argparse.Namespace, out: Path) -> None:
-    """Produce out/model.pte (+ report.json, report.txt, selected_operators.yaml)."""
+    """Produce out/model.pte (+ report.json, report.txt, report.html, selected_operators.yaml)."""
     if args.kind == "pte":
         shutil.copyfile(args.model, out / "model.pte")
         return
@@ -148,7 +148,19 @@ def describe(out: Path) -> dict[str, Any]:
     report: dict[str, Any] = (
         json.loads(report_path.read_text(encoding="utf8")) if report_path.is_file() else {}
     )
-    return render.model_info(meta, report, versions(), measure_pools(pte, meta.method))
+    info = render.model_info(meta, report, versions(), measure_pools(pte, meta.method))
+    info["accuracy"] = accuracy_lines(report)
+    return info
+
+
+def accuracy_lines(report: dict[str, Any]) -> list[str]:
+    """The accuracy on the validation data, one line per output, for the build's summary."""
+    acc = report.get("accuracy")
+    if not acc:
+        return []
+    from executorch_espnn.report.text import accuracy_summary
+
+    return accuracy_summary(acc).splitlines()
 
 
 def load_selftest(out: Path) -> dict[str, Any] | None:

@@ -60,6 +60,8 @@ def summary_lines(info: dict[str, Any], budget: RamBudget | None) -> list[str]:
             f"  (state, method and temp allocator measured with {s['pointer_bytes']}-byte pointers on "
             "this computer: upper bounds for the 32-bit chip)"
         )
+    for line in info.get("accuracy", []):  # with custom_executorch_validation (report.txt has the tables)
+        lines.append(f"  {line}")
     st = info.get("selftest") or {}
     if st.get("cases"):
         lines.append(

@@ -8,7 +8,7 @@ exactly these bytes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -65,9 +65,13 @@ class Executor:
         )
         KERNELS.get(op.opcode)(ctx)
 
-    def run(self) -> list[npt.NDArray[np.generic]]:
+    def run(self, after_op: Callable[[int, Executor], None] | None = None) -> list[npt.NDArray[np.generic]]:
+        """Run the remaining ops; ``after_op(index, self)`` sees each op's result before a
+        later op may reuse its arena bytes (the accuracy report reads layer outputs so)."""
         while self.next_op < len(self.payload.ops):
             self.run_op(self.next_op)
+            if after_op is not None:
+                after_op(self.next_op, self)
             self.next_op += 1
         return self.memory.outputs
 

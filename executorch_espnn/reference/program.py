@@ -17,7 +17,7 @@ difference instead of hiding it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 from ..errors import DelegateInputError
 from ..pte import BACKEND_ID
-from . import run_delegate
+from . import Executor
 
 if TYPE_CHECKING:
     import torch
@@ -49,31 +49,52 @@ def _as_array(x: Any) -> npt.NDArray[np.generic]:
     )
 
 
+#: ``after_op(payload, op index, executor)``: called after each op of each delegate run
+OpObserver = Callable[[bytes, int, Executor], None]
+
+
 def run_program(
-    edge_program: ExportedProgram, inputs: Sequence[torch.Tensor | npt.NDArray[np.generic]]
+    edge_program: ExportedProgram,
+    inputs: Sequence[torch.Tensor | npt.NDArray[np.generic]],
+    after_op: OpObserver | None = None,
 ) -> list[npt.NDArray[np.generic]]:
     """The outputs of ``edge_program`` (``EdgeProgramManager.exported_program()``) on the
-    program inputs ``inputs``, with every ESP-NN delegate run by the Python reference."""
-    import torch
+    program inputs ``inputs``, with every ESP-NN delegate run by the Python reference;
+    ``after_op`` sees every delegate op's result (the payload's bytes name the delegate)."""
+    return ProgramRunner(edge_program)(inputs, after_op)
 
-    module = edge_program.module()
-    args = [torch.from_numpy(np.ascontiguousarray(x)) if isinstance(x, np.ndarray) else x for x in inputs]
 
-    class _Interpreter(torch.fx.Interpreter):
-        def call_function(self, target: Any, args: Any, kwargs: Any) -> Any:
-            if not _is_delegate_call(target):
-                return super().call_function(target, args, kwargs)
-            lowered = args[0]
-            backend = getattr(lowered, "backend_id", BACKEND_ID)
-            if backend != BACKEND_ID:
-                raise DelegateInputError(
-                    f"the program delegates to {backend}; the reference runs {BACKEND_ID} "
-                    "delegates only (lower the model with executorch_espnn)"
-                )
-            outs = run_delegate(bytes(lowered.processed_bytes), [_as_array(a) for a in args[1:]])
-            return tuple(torch.from_numpy(np.ascontiguousarray(o)) for o in outs)
+class ProgramRunner:
+    """``run_program`` for many inputs: the program's module is made once (``module()``
+    copies and unlifts the graph, which costs more than running a small model)."""
 
-    with torch.no_grad():
-        result = _Interpreter(module).run(*args)
-    flat = list(result) if isinstance(result, (tuple, list)) else [result]
-    return [_as_array(y).copy() for y in flat]
+    def __init__(self, edge_program: ExportedProgram) -> None:
+        self.module = edge_program.module()
+
+    def __call__(
+        self, inputs: Sequence[torch.Tensor | npt.NDArray[np.generic]], after_op: OpObserver | None = None
+    ) -> list[npt.NDArray[np.generic]]:
+        import torch
+
+        args = [torch.from_numpy(np.ascontiguousarray(x)) if isinstance(x, np.ndarray) else x for x in inputs]
+
+        class _Interpreter(torch.fx.Interpreter):
+            def call_function(self, target: Any, args: Any, kwargs: Any) -> Any:
+                if not _is_delegate_call(target):
+                    return super().call_function(target, args, kwargs)
+                lowered = args[0]
+                backend = getattr(lowered, "backend_id", BACKEND_ID)
+                if backend != BACKEND_ID:
+                    raise DelegateInputError(
+                        f"the program delegates to {backend}; the reference runs {BACKEND_ID} "
+                        "delegates only (lower the model with executorch_espnn)"
+                    )
+                payload = bytes(lowered.processed_bytes)
+                ex = Executor(payload, [_as_array(a) for a in args[1:]])
+                outs = ex.run(None if after_op is None else lambda i, e: after_op(payload, i, e))
+                return tuple(torch.from_numpy(np.ascontiguousarray(o)) for o in outs)
+
+        with torch.no_grad():
+            result = _Interpreter(self.module).run(*args)
+        flat = list(result) if isinstance(result, (tuple, list)) else [result]
+        return [_as_array(y).copy() for y in flat]

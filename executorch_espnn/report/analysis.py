@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..decisions import OpDecision
 from ..errors import PteError
@@ -14,13 +14,19 @@ from ..payload.format import AVG_TORCH_ADAPTIVE, AVG_TORCH_MEAN, AVG_TORCH_POOL
 from ..payload.state import state_bytes
 from ..pte import BACKEND_ID, SCALAR_TYPES, DelegateCallInfo, ProgramInfo, TensorDecl, read_program
 from .records import (
+    ArenaTensor,
+    ArenaTimeline,
     FastPathLayer,
     FloatAverage,
+    GraphNode,
     LoweringReport,
     OpEntry,
     PartitionReport,
     TensorSpec,
 )
+
+if TYPE_CHECKING:
+    from ..accuracy import AccuracyReport
 
 # the engine runs depthwise convolutions whose padded input is taller or wider than this on its
 # own kernel (ESP-NN indexes the padded input with int16_t; engine/ops/depthwise_conv2d.c)
@@ -48,11 +54,16 @@ def _payload_specs(p: Payload, ids: Sequence[int], prefix: str) -> tuple[TensorS
 
 
 def arena_peak(p: Payload) -> int:
-    """The largest sum of live arena bytes at any op (scratch included), from the op list.
+    """The largest sum of live arena bytes at any op (scratch included), from the op list."""
+    return max(arena_timeline(p).live_bytes, default=0)
 
-    Computed from dataflow alone (who writes, who reads last), not from the planner's
-    offsets, except to recognise in-place ops: an output at exactly the offset and size of
-    an input that dies at that op counts once."""
+
+def arena_timeline(p: Payload) -> ArenaTimeline:
+    """Each arena tensor's lifetime and planned offset, and the live bytes at every op.
+
+    Live bytes are computed from dataflow alone (who writes, who reads last), not from the
+    planner's offsets, except to recognise in-place ops: an output at exactly the offset and
+    size of an input that dies at that op counts once."""
     n = len(p.ops)
     first: dict[int, int] = {}
     last: dict[int, int] = {}
@@ -80,7 +91,10 @@ def arena_peak(p: Payload) -> int:
                     and t.nbytes == out.nbytes):
                 live[i] -= out.nbytes
                 break
-    return max(live, default=0)
+    tensors = tuple(ArenaTensor(tid, p.tensors[tid].offset, p.tensors[tid].nbytes, f, max(last[tid], f))
+                    for tid, f in sorted(first.items(), key=lambda kv: (kv[1], kv[0])))
+    scratch = tuple((i, op.scratch_offset, op.scratch_size) for i, op in enumerate(p.ops) if op.scratch_size)
+    return ArenaTimeline(tensors, scratch, tuple(live))
 
 
 def _hwc(dims: tuple[int, ...]) -> str:
@@ -212,12 +226,13 @@ def analyse_payload(index: int, data: bytes) -> tuple[PartitionReport, list[Fast
         p = decode(data)
     except PayloadError as exc:
         raise PteError(f"delegate {index}: {exc}; re-lower the model with this version of executorch_espnn") from exc
+    timeline = arena_timeline(p)
     rep = PartitionReport(
         index=index,
         ops=tuple(op.opcode.name for op in p.ops),
         n_tensors=len(p.tensors),
         arena_bytes=p.arena_size,
-        arena_lower_bound=arena_peak(p),
+        arena_lower_bound=max(timeline.live_bytes, default=0),
         scratch_bytes=max((op.scratch_size for op in p.ops), default=0),
         weights_bytes=len(p.constants),
         state_bytes=state_bytes(p),
@@ -226,6 +241,7 @@ def analyse_payload(index: int, data: bytes) -> tuple[PartitionReport, list[Fast
         outputs=_payload_specs(p, p.outputs, "out"),
         target=p.target.name.lower(),
         producer=".".join(map(str, p.producer)),
+        arena=timeline,
     )
     layers = [lay for i in range(len(p.ops)) if (lay := _fast_path_layer(index, i, p)) is not None]
     return rep, layers, p
@@ -313,6 +329,7 @@ def build_report(
     output_names: Sequence[str] | None = None,
     timings: dict[str, float] | None = None,
     partition_starts: Sequence[str] | None = None,
+    accuracy: AccuracyReport | None = None,
 ) -> LoweringReport:
     """The report of a ``.pte``.  ``decisions`` (from ``EspNNPartitioner.decisions``) supply
     the reasons and locations, ``partition_starts`` (``EspNNPartitioner.partition_starts``)
@@ -337,8 +354,11 @@ def build_report(
 
     delegated: list[OpEntry]
     cpu: list[OpEntry]
+    graph: list[GraphNode] = []
     if decisions is not None:
         ds = list(decisions)
+        graph = [GraphNode(d.node, d.op, d.partition if d.delegated else None, d.reason, d.location, d.inputs)
+                 for d in ds]
         delegated = [OpEntry(d.op, d.location, "", d.partition, d.node) for d in ds if d.delegated]
         cpu = [OpEntry(d.op, d.location, d.reason, None, d.node) for d in ds if not d.delegated]
     else:
@@ -384,6 +404,8 @@ def build_report(
         timings=dict(timings or {}),
         versions=_versions(),
         float_averages=floats,
+        accuracy=accuracy,
+        graph=graph,
     )
 
 

@@ -4,11 +4,16 @@ lowering, with the JSON form (``to_dict``) whose keys are stable."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import text
 
-REPORT_SCHEMA = 2  # 2: partitions[].starts, float_averages
+if TYPE_CHECKING:
+    from ..accuracy import AccuracyReport
+
+# 2: partitions[].starts, float_averages, the accuracy key (null without validation data),
+# graph, partitions' arena
+REPORT_SCHEMA = 2
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,49 @@ class TensorSpec:
 
 
 @dataclass(frozen=True)
+class ArenaTensor:
+    """One arena tensor of a payload: where the planner put it and while which ops it is live."""
+
+    tensor: int  # tensor id
+    offset: int
+    nbytes: int
+    first: int  # the op that writes it
+    last: int  # the last op that reads it
+
+
+@dataclass(frozen=True)
+class ArenaTimeline:
+    """The arena over the op list: each tensor's lifetime and offset, each op's scratch, and the
+    live bytes at every op (what ``arena_lower_bound`` is the peak of)."""
+
+    tensors: tuple[ArenaTensor, ...]
+    scratch: tuple[tuple[int, int, int], ...]  # (op, offset, bytes) of each op with scratch
+    live_bytes: tuple[int, ...]  # per op, scratch included, in-place outputs counted once
+
+    @property
+    def peak_op(self) -> int:
+        return max(range(len(self.live_bytes)), key=self.live_bytes.__getitem__, default=0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tensors": [{"tensor": t.tensor, "offset": t.offset, "bytes": t.nbytes, "first": t.first,
+                             "last": t.last} for t in self.tensors],
+                "scratch": [{"op": o, "offset": off, "bytes": n} for o, off, n in self.scratch],
+                "live_bytes": list(self.live_bytes), "peak_op": self.peak_op}
+
+
+@dataclass(frozen=True)
+class GraphNode:
+    """One operator of the lowered graph in graph order, with the values it reads."""
+
+    node: str
+    operator: str
+    partition: int | None  # None: on the CPU
+    reason: str
+    location: str | None
+    inputs: tuple[str, ...]  # node names, "input:<name>" for program inputs
+
+
+@dataclass(frozen=True)
 class PartitionReport:
     index: int
     ops: tuple[str, ...]  # payload opcodes in execution order
@@ -53,6 +101,7 @@ class PartitionReport:
     # model's inputs", "after CPU operator ...", "here: ... would exceed an engine limit ..."
     # ("" for a ready .pte: the reasons come from the partitioner)
     starts: str = ""
+    arena: ArenaTimeline | None = None
 
 
 @dataclass(frozen=True)
@@ -104,6 +153,8 @@ class LoweringReport:
     timings: dict[str, float] = field(default_factory=dict)  # seconds per lowering stage
     versions: dict[str, str] = field(default_factory=dict)  # package/format/toolchain versions
     float_averages: list[FloatAverage] = field(default_factory=list)
+    accuracy: AccuracyReport | None = None  # with validation data (executorch_espnn.accuracy)
+    graph: list[GraphNode] = field(default_factory=list)  # graph order; empty for a ready .pte
 
     @property
     def delegate_weights_bytes(self) -> int:
@@ -155,6 +206,7 @@ class LoweringReport:
                     "payload_bytes": p.payload_bytes, "target": p.target, "producer": p.producer,
                     "starts": p.starts,
                     "inputs": [ts(t) for t in p.inputs], "outputs": [ts(t) for t in p.outputs],
+                    "arena": None if p.arena is None else p.arena.to_dict(),
                 }
                 for p in self.partitions
             ],
@@ -176,6 +228,9 @@ class LoweringReport:
             "timings": dict(self.timings),
             "versions": dict(self.versions),
             "warnings": list(self.warnings),
+            "accuracy": None if self.accuracy is None else self.accuracy.to_dict(),
+            "graph": [{"node": g.node, "operator": g.operator, "partition": g.partition, "reason": g.reason,
+                       "location": g.location, "inputs": list(g.inputs)} for g in self.graph],
         }
 
     def summary(self) -> str:
@@ -184,3 +239,9 @@ class LoweringReport:
 
     def __str__(self) -> str:
         return text.report_text(self.to_dict())
+
+    def html(self) -> str:
+        """report.html: the self-contained page (executorch_espnn.report.html)."""
+        from . import html
+
+        return html.report_html(self.to_dict())

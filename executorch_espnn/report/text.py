@@ -18,15 +18,15 @@ Table = tuple[list[str], list[list[str]]]  # headers, rows
 
 
 def summary(r: Report) -> str:
-    return rendering.render("report/summary.txt.j2", r=r, b=_b).removesuffix("\n")
+    return rendering.render("report/summary.txt.j2", r=r, b=number).removesuffix("\n")
 
 
 def report_text(r: Report) -> str:
     tables: dict[str, Table] = {
         "partitions": (
             ["#", "ops", "tensors", "arena", "peak live", "scratch", "weights", "in -> out"],
-            [[str(p["index"]), str(len(p["ops"])), str(p["n_tensors"]), _b(p["arena_bytes"]),
-              _b(p["arena_lower_bound"]), _b(p["scratch_bytes"]), _b(p["weights_bytes"]),
+            [[str(p["index"]), str(len(p["ops"])), str(p["n_tensors"]), number(p["arena_bytes"]),
+              number(p["arena_lower_bound"]), number(p["scratch_bytes"]), number(p["weights_bytes"]),
               f"{len(p['inputs'])} -> {len(p['outputs'])}"] for p in r["partitions"]],
         ),
         "cpu_ops": (
@@ -36,19 +36,19 @@ def report_text(r: Report) -> str:
         "memory": (
             ["what", "bytes", "notes"],
             [
-                ["delegate arena", _b(r["arena_bytes"]), "activations + kernel scratch"],
-                ["ExecuTorch planned", _b(r["planned_bytes"]),
-                 "mem ids " + (", ".join(_b(b) for b in r["planned_buffers"]) or "-")],
-                ["weights", _b(r["weights_bytes"]),
-                 f"delegate {_b(r['delegate_weights_bytes'])} + CPU {_b(r['cpu_weights_bytes'])}"],
-                ["delegate state", "n/a" if r["state_bytes"] is None else _b(r["state_bytes"]),
+                ["delegate arena", number(r["arena_bytes"]), "activations + kernel scratch"],
+                ["ExecuTorch planned", number(r["planned_bytes"]),
+                 "mem ids " + (", ".join(number(b) for b in r["planned_buffers"]) or "-")],
+                ["weights", number(r["weights_bytes"]),
+                 f"delegate {number(r['delegate_weights_bytes'])} + CPU {number(r['cpu_weights_bytes'])}"],
+                ["delegate state", "n/a" if r["state_bytes"] is None else number(r["state_bytes"]),
                  "decoded engine tables"],
-                [".pte", _b(r["pte_bytes"]), ""],
+                [".pte", number(r["pte_bytes"]), ""],
             ],
         ),
         "fast_path": (
             ["part", "op", "layer", "shape", "MACs", "fast", "why"],
-            [[str(f["partition"]), str(f["op"]), f["layer"], f["shape"], _macs(f["macs"]),
+            [[str(f["partition"]), str(f["op"]), f["layer"], f["shape"], macs(f["macs"]),
               "yes" if f["fast"] else "NO", f["why"]] for f in r["fast_path"]["layers"]],
         ),
         "float_averages": (
@@ -57,8 +57,80 @@ def report_text(r: Report) -> str:
              for a in r["float_averages"]],
         ),
     }
+    acc = r.get("accuracy")
+    if acc is not None:
+        tables["accuracy_layers"] = accuracy_layer_table(acc)
     return rendering.render("report/report.txt.j2", r=r, summary=summary(r), tables=tables,
-                            macs=_macs, spec=_spec)
+                            macs=macs, spec=_spec, acc=acc, titles=MODEL_TITLES, lsb=lsb_line,
+                            accuracy_outputs=[accuracy_output_table(o) for o in acc["outputs"]] if acc else [])
+
+
+MODEL_TITLES = {"float": "float", "pt2e": "PT2E", "delegate": "ESP-NN"}
+
+
+def db(value: float | str | None) -> str:
+    """A dB figure of the JSON form: "exact" for no error (JSON's "inf")."""
+    if value is None:
+        return "-"
+    if value == "inf":
+        return "exact"
+    if value == "-inf":
+        return "-inf dB"
+    return f"{float(value):.1f} dB"
+
+
+def percent(share: float) -> str:
+    if 0 < share < 0.00005:
+        return "<0.01%"  # a few elements of many: not "0.00%", which reads as none
+    return f"{100 * share:.2f}%"
+
+
+def accuracy_summary(acc: dict[str, Any]) -> str:
+    """One line per output for the build's console: top-1 and the chip's SQNR against float."""
+    lines = []
+    for o in acc["outputs"]:
+        parts = []
+        if o["top1_accuracy"]:
+            parts.append("top-1 " + ", ".join(f"{MODEL_TITLES[m]} {percent(a)}" for m, a in o["top1_accuracy"].items()))
+        for c in o["comparisons"]:
+            if c["test"] == "delegate":
+                parts.append(f"ESP-NN vs {MODEL_TITLES[c['reference']]}: agreement {percent(c['top1_agreement'])}, "
+                             f"SQNR {db(c['sqnr_db'])}")
+        lines.append(f"accuracy of {o['name']} on {acc['n_samples']} validation samples: " + "; ".join(parts))
+    return "\n".join(lines)
+
+
+def accuracy_output_table(o: dict[str, Any]) -> Table:
+    """One output's comparisons: model vs model, top-1 agreement and SQNR."""
+    return (
+        ["comparison", "top-1 agreement", "SQNR"],
+        [[f"{MODEL_TITLES[c['test']]} vs {MODEL_TITLES[c['reference']]}", percent(c["top1_agreement"]),
+          db(c["sqnr_db"])] for c in o["comparisons"]],
+    )
+
+
+def lsb_line(hist: dict[str, int] | None) -> str:
+    """``0: 998 (99.80%), +1: 1, -1: 1``: elements per signed LSB difference, 0 first."""
+    if hist is None:
+        return "n/a (the output has no int8 grid)"
+    total = sum(hist.values()) or 1
+    keys = sorted(hist, key=lambda k: (abs(int(k)), int(k)))
+    parts = []
+    for k in keys:
+        n = hist[k]
+        label = "0" if int(k) == 0 else f"{int(k):+d}"
+        parts.append(f"{label}: {n:,}" + (f" ({percent(n / total)})" if int(k) == 0 else ""))
+    return ", ".join(parts)
+
+
+def accuracy_layer_table(acc: dict[str, Any]) -> Table:
+    return (
+        ["part", "op", "layer", "value", "shape", "ESP-NN SQNR", "PT2E SQNR", "max LSB vs PT2E", "off",
+         "location"],
+        [[str(la["partition"]), str(la["op"]), la["opcode"].lower(), la["node"],
+          "x".join(map(str, la["shape"])), db(la["sqnr_db"]), db(la["pt2e_sqnr_db"]), str(la["max_lsb"]),
+          percent(la["off_share"]), la["location"] or "-"] for la in acc["layers"]],
+    )
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -70,11 +142,11 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return template.render(headers=list(headers), rows=[list(r) for r in rows]).removesuffix("\n")
 
 
-def _b(n: int) -> str:
+def number(n: int) -> str:
     return f"{n:,}"
 
 
-def _macs(n: int) -> str:
+def macs(n: int) -> str:
     for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if n >= div:
             return f"{n / div:.2f} {unit}"
