@@ -53,7 +53,7 @@ def report_text(r: Report) -> str:
         ),
         "float_averages": (
             ["part", "op", "layer", "shape", "float adds", "why"],
-            [[str(a["partition"]), str(a["op"]), a["layer"], a["shape"], _b(a["adds"]), a["why"]]
+            [[str(a["partition"]), str(a["op"]), a["layer"], a["shape"], number(a["adds"]), a["why"]]
              for a in r["float_averages"]],
         ),
     }
