@@ -316,7 +316,8 @@ INVALID: list[InvalidCase] = [
     ("bad_magic", lambda: _patch(_conv(), 0, "<4s", b"ESNX"), "ESPNN_ERR_MAGIC", "magic"),
     ("major_1", lambda: _patch(_conv(), 4, "<H", 1), "ESPNN_ERR_VERSION", "format_version"),
     ("major_3", lambda: _patch(_conv(), 4, "<H", 3), "ESPNN_ERR_VERSION", "format_version"),
-    ("minor_1", lambda: _patch(_conv(), 6, "<H", 1), "ESPNN_ERR_VERSION", "format_version"),
+    ("minor_newer", lambda: _patch(_conv(), 6, "<H", F.FORMAT_MINOR + 1), "ESPNN_ERR_VERSION",
+     "format_version"),
     ("unknown_target", lambda: _patch(_conv(), 11, "<B", 7), "ESPNN_ERR_INVALID", "target"),
     ("flags", lambda: _patch(_conv(), 16, "<I", 1), "ESPNN_ERR_INVALID", "flags"),
     ("zero_tensors", lambda: _patch(_conv(), 20, "<H", 0), "ESPNN_ERR_INVALID", "n_tensors"),
@@ -391,7 +392,7 @@ def test_format_1_payload_is_refused_naming_both_versions() -> None:
     r = _run("asan64", _patch(_conv(), 4, "<HH", 1, 0), [], 0)
     assert r.returncode == 2, r.stderr[-3000:]
     assert r.error_fields()["status"] == "ESPNN_ERR_VERSION"
-    assert "field 'format_version' = 1.0 (this engine reads 2.0)" in r.stderr
+    assert f"field 'format_version' = 1.0 (this engine reads 2.{F.FORMAT_MINOR})" in r.stderr
 
 
 def test_softmax_row_4095_is_accepted() -> None:
@@ -601,20 +602,23 @@ def test_an_opcode_newer_than_the_payload_format_is_refused_by_both_readers(
     """A new opcode comes with a format minor (``OpSpec.since_minor``; see
     docs/adding-an-operator.md): a payload of an older minor that uses it is refused, naming
     'opcode', by the Python reader and by the C parser built from the generated tables.
-    Simulated on LUT, as if it had come with 2.1, against a 2.0 LUT payload."""
+    Simulated on LUT, as if it had come with the next minor, against a LUT payload of this
+    minor."""
     import dataclasses
 
     from executorch_espnn.payload import ctables
 
     case = _cases()["lut_sigmoid"]  # encoded (and validated) before the spec changes
-    monkeypatch.setitem(F.OP_SPECS, Opcode.LUT, dataclasses.replace(F.OP_SPECS[Opcode.LUT], since_minor=1))
-    with pytest.raises(PayloadError, match=r"field 'opcode': LUT needs format 2\.1, payload is 2\.0"):
+    minor, newer = F.FORMAT_MINOR, F.FORMAT_MINOR + 1
+    monkeypatch.setitem(F.OP_SPECS, Opcode.LUT, dataclasses.replace(F.OP_SPECS[Opcode.LUT], since_minor=newer))
+    with pytest.raises(PayloadError, match=rf"field 'opcode': LUT needs format 2\.{newer}, payload is 2\.{minor}"):
         decode(case.payload)
     registry = tmp_path / "registry.c"
     registry.write_text(ctables.render()["espnn_component/engine/src/registry.c"])
-    assert ".since_minor = 1" in registry.read_text()
+    assert f".since_minor = {newer}" in registry.read_text()
     exe = eh.build(eh.HOST, replace={"src/registry.c": registry})
     r = eh.run(exe, eh.HOST, case.payload, case.inputs, 1)
     assert r.returncode == 2, (r.stdout, r.stderr)
     err = r.error_fields()
-    assert (err["field"], err["opcode"], err["value"], err["limit"]) == ("opcode", str(int(Opcode.LUT)), "0", "1"), err
+    want = ("opcode", str(int(Opcode.LUT)), str(minor), str(newer))
+    assert (err["field"], err["opcode"], err["value"], err["limit"]) == want, err

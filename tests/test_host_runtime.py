@@ -21,6 +21,7 @@ import pytest
 from executorch_espnn import host
 from executorch_espnn.errors import HostBuildError, HostRuntimeError
 from executorch_espnn.payload import DType
+from executorch_espnn.payload.format import FORMAT_MINOR
 from executorch_espnn.program_info import read_program
 from executorch_espnn.version import __version__, version_tuple
 from tests.host_helpers import (
@@ -88,7 +89,7 @@ def test_payload_version_check_names_both_sides(compat_driver: Path) -> None:
     code, msg = _compat(compat_driver, "payload", _header((1, 0), (0, 3, 1)))
     assert code == 3
     assert msg.startswith(
-        f"payload format 1.0 / producer 0.3.1, runtime reads format 2.0 from producer {major}.{minor}.x"
+        f"payload format 1.0 / producer 0.3.1, runtime reads format 2.{FORMAT_MINOR} from producer {major}.{minor}.x"
     )
     code, msg = _compat(compat_driver, "payload", _header((2, 7), (major, minor, 0)))
     assert code == 3 and "payload format 2.7" in msg
@@ -107,7 +108,7 @@ def test_desc_version_check_names_both_sides(compat_driver: Path) -> None:
     assert "built by executorch-espnn 0.9.0 for ExecuTorch 1.6.0" in msg
     assert f"this runtime is executorch-espnn {__version__} with ExecuTorch 1.5.1" in msg
     code, msg = _compat(compat_driver, "desc", "1.5.1", __version__, "1", "0")
-    assert code == 0 and "(payload format 1.0)" in msg and "(payload format 2.0)" in msg
+    assert code == 0 and "(payload format 1.0)" in msg and f"(payload format 2.{FORMAT_MINOR})" in msg
     # garbage in a hand-edited header is printed as ASCII, never raw
     code, msg = _compat(compat_driver, "desc", "v\x01\x7f", __version__, "2", "0")
     assert code == 0 and "for ExecuTorch v?? " in msg
@@ -324,7 +325,7 @@ def test_wrong_format_version_is_incompatible(fc: tuple[bytes, object]) -> None:
     _expect_runtime_error(
         bad, _x((1, 8)),
         rf"loading method 'forward' failed.*{BACKEND_ID}: init: payload format 1\.0 / producer "
-        rf"{major}\.{minor}\.{patch}, runtime reads format 2\.0 from producer {major}\.{minor}\.x",
+        rf"{major}\.{minor}\.{patch}, runtime reads format 2\.{FORMAT_MINOR} from producer {major}\.{minor}\.x",
     )
     # the process is fine and a good program still runs
     pte, m = fc
@@ -336,7 +337,8 @@ def test_wrong_format_version_is_incompatible(fc: tuple[bytes, object]) -> None:
 def test_wrong_producer_version_is_incompatible() -> None:
     bad = _fc_variant(patch_header(fc_payload(make_fc_model()), producer_major=0, producer_minor=3,
                                    producer_patch=1))
-    _expect_runtime_error(bad, _x((1, 8)), r"payload format 2\.0 / producer 0\.3\.1, runtime reads format 2\.0")
+    _expect_runtime_error(bad, _x((1, 8)),
+                          rf"payload format 2\.{FORMAT_MINOR} / producer 0\.3\.1, runtime reads format 2\.{FORMAT_MINOR}")
 
 
 @pytest.mark.slow

@@ -157,7 +157,7 @@ def test_cpu_only_program_figures() -> None:
     assert rep.warnings[0] == UNCALIBRATED_WARNING
     assert any("no operator was delegated" in w for w in rep.warnings)
     assert rep.pte_bytes == len(pte)
-    assert rep.versions["executorch_espnn"] == ee_version and rep.versions["payload_format"] == "2.0"
+    assert rep.versions["executorch_espnn"] == ee_version and rep.versions["payload_format"] == "2.1"
     assert rep.versions["torch"].startswith(torch.__version__.split("+")[0])
     json.dumps(rep.to_dict())
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 MAGIC = b"ESNN"
 FORMAT_MAJOR = 2
-FORMAT_MINOR = 0
+FORMAT_MINOR = 1
 
 HEADER_SIZE = 64
 TENSOR_RECORD_SIZE = 24
@@ -114,6 +114,9 @@ class Opcode(enum.IntEnum):
     CONCAT = 16
     PAD = 17
     UPSAMPLE_NEAREST = 18
+    # 19..22 belong to the upsampling/PReLU/transposed-conv work (format 2.1)
+    LAYER_NORM = 23
+    BATCH_MATMUL = 24
 
 
 @dataclass(frozen=True)
@@ -200,6 +203,18 @@ OP_SPECS: dict[Opcode, OpSpec] = {
             ),
         ),
         OpSpec(Opcode.UPSAMPLE_NEAREST, ("input", "y_map", "x_map"), ()),
+        OpSpec(
+            Opcode.LAYER_NORM,
+            ("input", "gamma", "beta"),
+            ("out_offset", "gamma_shift", "eps_hi", "eps_lo"),
+            since_minor=1,
+        ),
+        OpSpec(
+            Opcode.BATCH_MATMUL,
+            ("a", "b"),
+            ("a_offset", "b_offset", "out_mult", "out_shift", "out_offset", "act_min", "act_max"),
+            since_minor=1,
+        ),
     )
 }
 
@@ -224,3 +239,14 @@ MAX_REDUCTION = 65535
 MAX_ABS_BIAS = 1 << 24
 MAX_MEAN_COUNT = 1 << 23
 MAX_POOL_WINDOW = 1 << 23
+
+# LAYER_NORM: rows of at most this many values keep every sum of its integer algorithm in
+# int64 (docs/payload-format.md); gamma_shift in 0..31; eps_hi in 0..LAYER_NORM_EPS_HI_MAX
+# (the fixed-point epsilon below 2^61); beta below 2^31 in Q16 output units.
+LAYER_NORM_MAX_ROW = 4096
+LAYER_NORM_GAMMA_SHIFT_MAX = 31
+LAYER_NORM_EPS_HI_MAX = (1 << 29) - 1
+LAYER_NORM_FRAC_BITS = 16  # beta and the rescaled product are Q16 output units
+# BATCH_MATMUL: |a + a_offset| and |b + b_offset| are at most 255, so a reduction of up to
+# this many products stays below 2^31
+MAX_MATMUL_DEPTH = 32768

@@ -41,6 +41,8 @@ OP_STATE_BYTES: dict[Opcode, int] = {
     Opcode.CONCAT: 12,
     Opcode.PAD: 56,
     Opcode.UPSAMPLE_NEAREST: 24,
+    Opcode.LAYER_NORM: 24,
+    Opcode.BATCH_MATMUL: 48,
 }
 
 

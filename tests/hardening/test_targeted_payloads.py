@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from executorch_espnn.payload import PayloadError, decode
+from executorch_espnn.payload import Opcode, PayloadError, decode
+from executorch_espnn.payload.format import FORMAT_MINOR
 from fuzz import build
 from tests.hardening.surgery import Surgeon
 from tests.payload_factory import all_cases
@@ -159,11 +160,14 @@ CASES: list[Targeted] = [
     Targeted("reads_its_own_output", "inplace_lut_reshape_fc",
              lambda s: s.op_tensor(2, 0, 3), INVALID, "inputs[0]", op=2),
     # --- versions and opcodes ----------------------------------------------------------------
-    Targeted("opcode_not_in_format_2_0", "conv_1x1",
-             lambda s: s.op(0, "opcode", 19), INVALID, "opcode", op=0),
+    Targeted("opcode_unknown", "conv_1x1",
+             lambda s: s.op(0, "opcode", max(Opcode) + 1), INVALID, "opcode", op=0),
+    Targeted("opcode_in_a_gap_of_the_numbering", "conv_1x1",
+             lambda s: s.op(0, "opcode", min(set(range(1, max(Opcode))) - set(Opcode))), INVALID, "opcode",
+             op=0),
     Targeted("opcode_zero", "conv_1x1", lambda s: s.op(0, "opcode", 0), INVALID, "opcode", op=0),
     Targeted("format_minor_newer_than_reader", "conv_1x1",
-             lambda s: s.header("format_minor", 1), "ESPNN_ERR_VERSION", "format_version"),
+             lambda s: s.header("format_minor", FORMAT_MINOR + 1), "ESPNN_ERR_VERSION", "format_version"),
     Targeted("format_major_1", "conv_1x1",
              lambda s: s.header("format_major", 1), "ESPNN_ERR_VERSION", "format_version"),
     Targeted("format_major_3", "conv_1x1",

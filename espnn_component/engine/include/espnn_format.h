@@ -3,7 +3,7 @@
  * and templates/engine/espnn_format.h.j2: do not edit; change those and regenerate
  * (tests/test_payload_format.py fails while this copy is stale).
  *
- * Delegate payload format 2.0: constants shared by the parser and the ops.
+ * Delegate payload format 2.1: constants shared by the parser and the ops.
  * docs/payload-format.md is the prose spec.
  */
 #ifndef ESPNN_FORMAT_H
@@ -14,7 +14,7 @@
 #define ESPNN_MAGIC_2 0x4E /* 'N' */
 #define ESPNN_MAGIC_3 0x4E /* 'N' */
 #define ESPNN_FORMAT_MAJOR 2
-#define ESPNN_FORMAT_MINOR 0
+#define ESPNN_FORMAT_MINOR 1
 
 #define ESPNN_HEADER_SIZE 64
 #define ESPNN_TENSOR_RECORD_SIZE 24
@@ -78,9 +78,11 @@
 #define ESPNN_OP_CONCAT 16
 #define ESPNN_OP_PAD 17
 #define ESPNN_OP_UPSAMPLE_NEAREST 18
-#define ESPNN_OP_COUNT 19 /* one past the last opcode */
+#define ESPNN_OP_LAYER_NORM 23
+#define ESPNN_OP_BATCH_MATMUL 24
+#define ESPNN_OP_COUNT 25 /* one past the last opcode */
 
-/* number of int32 parameter words per opcode (format 2.0) */
+/* number of int32 parameter words per opcode (format 2.1) */
 #define ESPNN_PARAMS_QUANTIZE 4
 #define ESPNN_PARAMS_DEQUANTIZE 4
 #define ESPNN_PARAMS_CONV2D 13
@@ -99,6 +101,8 @@
 #define ESPNN_PARAMS_CONCAT 1
 #define ESPNN_PARAMS_PAD 9
 #define ESPNN_PARAMS_UPSAMPLE_NEAREST 0
+#define ESPNN_PARAMS_LAYER_NORM 4
+#define ESPNN_PARAMS_BATCH_MATMUL 7
 
 /* the index of each int32 parameter word of each opcode (their order in the op record) */
 #define ESPNN_P_QUANTIZE_PERM0 0
@@ -208,6 +212,17 @@
 #define ESPNN_P_PAD_AFTER2 6
 #define ESPNN_P_PAD_AFTER3 7
 #define ESPNN_P_PAD_VALUE 8
+#define ESPNN_P_LAYER_NORM_OUT_OFFSET 0
+#define ESPNN_P_LAYER_NORM_GAMMA_SHIFT 1
+#define ESPNN_P_LAYER_NORM_EPS_HI 2
+#define ESPNN_P_LAYER_NORM_EPS_LO 3
+#define ESPNN_P_BATCH_MATMUL_A_OFFSET 0
+#define ESPNN_P_BATCH_MATMUL_B_OFFSET 1
+#define ESPNN_P_BATCH_MATMUL_OUT_MULT 2
+#define ESPNN_P_BATCH_MATMUL_OUT_SHIFT 3
+#define ESPNN_P_BATCH_MATMUL_OUT_OFFSET 4
+#define ESPNN_P_BATCH_MATMUL_ACT_MIN 5
+#define ESPNN_P_BATCH_MATMUL_ACT_MAX 6
 
 #define ESPNN_AVG_DIVISOR_VALID 0
 #define ESPNN_AVG_DIVISOR_INCLUDE_PAD 1
@@ -224,5 +239,12 @@
 #define ESPNN_MAX_ABS_BIAS (1L << 24)
 #define ESPNN_MAX_MEAN_COUNT (1L << 23)
 #define ESPNN_MAX_POOL_WINDOW (1L << 23)
+#define ESPNN_MAX_MATMUL_DEPTH 32768
+
+/* LAYER_NORM (see the format doc, "LAYER_NORM") */
+#define ESPNN_LAYER_NORM_MAX_ROW 4096
+#define ESPNN_LAYER_NORM_GAMMA_SHIFT_MAX 31
+#define ESPNN_LAYER_NORM_EPS_HI_MAX 0x1FFFFFFF
+#define ESPNN_LAYER_NORM_FRAC_BITS 16
 
 #endif /* ESPNN_FORMAT_H */

@@ -27,6 +27,8 @@ extern const espnn_op_family_t espnn_family_slice;
 extern const espnn_op_family_t espnn_family_concat;
 extern const espnn_op_family_t espnn_family_pad;
 extern const espnn_op_family_t espnn_family_upsample_nearest;
+extern const espnn_op_family_t espnn_family_layer_norm;
+extern const espnn_op_family_t espnn_family_batch_matmul;
 
 /* QUANTIZE, DEQUANTIZE, TRANSPOSE */
 static const char *const p_quantize[] = {
@@ -47,6 +49,7 @@ static const char *const p_add[] = {
     "a_offset", "b_offset", "a_mult", "a_shift", "b_mult", "b_shift", "left_shift", "out_mult",
     "out_shift", "out_offset", "act_min", "act_max",
 };
+/* MUL, BATCH_MATMUL */
 static const char *const p_mul[] = {
     "a_offset", "b_offset", "out_mult", "out_shift", "out_offset", "act_min", "act_max",
 };
@@ -72,6 +75,9 @@ static const char *const p_concat[] = {
 };
 static const char *const p_pad[] = {
     "before0", "before1", "before2", "before3", "after0", "after1", "after2", "after3", "value",
+};
+static const char *const p_layer_norm[] = {
+    "out_offset", "gamma_shift", "eps_hi", "eps_lo",
 };
 
 static const espnn_op_spec_t specs[ESPNN_OP_COUNT] = {
@@ -139,6 +145,14 @@ static const espnn_op_spec_t specs[ESPNN_OP_COUNT] = {
     [ESPNN_OP_UPSAMPLE_NEAREST] = {
         .name = "UPSAMPLE_NEAREST", .n_inputs = 3, .n_params = ESPNN_PARAMS_UPSAMPLE_NEAREST,
     },
+    [ESPNN_OP_LAYER_NORM] = {
+        .name = "LAYER_NORM", .n_inputs = 3, .n_params = ESPNN_PARAMS_LAYER_NORM, .since_minor = 1,
+        .params = p_layer_norm,
+    },
+    [ESPNN_OP_BATCH_MATMUL] = {
+        .name = "BATCH_MATMUL", .n_inputs = 2, .n_params = ESPNN_PARAMS_BATCH_MATMUL,
+        .since_minor = 1, .params = p_mul,
+    },
 };
 
 static const espnn_op_family_t *const families[ESPNN_OP_COUNT] = {
@@ -160,6 +174,8 @@ static const espnn_op_family_t *const families[ESPNN_OP_COUNT] = {
     [ESPNN_OP_CONCAT] = &espnn_family_concat,
     [ESPNN_OP_PAD] = &espnn_family_pad,
     [ESPNN_OP_UPSAMPLE_NEAREST] = &espnn_family_upsample_nearest,
+    [ESPNN_OP_LAYER_NORM] = &espnn_family_layer_norm,
+    [ESPNN_OP_BATCH_MATMUL] = &espnn_family_batch_matmul,
 };
 
 /* element size of each dtype; 0 for a code that is no dtype */
@@ -173,7 +189,8 @@ static const uint8_t dtype_sizes[] = {
 
 const espnn_op_spec_t *espnn_op_spec(uint32_t opcode)
 {
-    if (opcode == 0 || opcode >= ESPNN_OP_COUNT) {
+    /* codes without a spec (0, and any gap in the numbering) are unknown opcodes */
+    if (opcode == 0 || opcode >= ESPNN_OP_COUNT || specs[opcode].name == NULL) {
         return NULL;
     }
     return &specs[opcode];
@@ -181,7 +198,7 @@ const espnn_op_spec_t *espnn_op_spec(uint32_t opcode)
 
 const espnn_op_family_t *espnn_op_family(uint32_t opcode)
 {
-    if (opcode == 0 || opcode >= ESPNN_OP_COUNT) {
+    if (opcode == 0 || opcode >= ESPNN_OP_COUNT || specs[opcode].name == NULL) {
         return NULL;
     }
     return families[opcode];

@@ -10,6 +10,7 @@ from torch._ops import OpOverload
 from .base import Annotator
 from .conv_linear import ConvLinearAnnotator
 from .elementwise import AddAnnotator, MulAnnotator
+from .norm_matmul import LayerNormAnnotator, MatmulAnnotator
 from .shared import CatAnnotator, MeanAnnotator, SharedInputAnnotator, SplitAnnotator
 from .softmax import SoftmaxAnnotator
 from .unary import UnaryAnnotator
@@ -18,6 +19,8 @@ ANNOTATORS: tuple[Annotator, ...] = (
     ConvLinearAnnotator(),
     AddAnnotator(),
     MulAnnotator(),
+    LayerNormAnnotator(),
+    MatmulAnnotator(),
     SharedInputAnnotator(),
     MeanAnnotator(),
     CatAnnotator(),
