@@ -1,4 +1,5 @@
-"""add and mul of two int8 tensors (same shape, or broadcasting dims of size 1)."""
+"""add and mul of two int8 tensors (same shape, or broadcasting dims of size 1); add, mul and
+div with a number as lookup tables."""
 
 from __future__ import annotations
 
@@ -44,13 +45,18 @@ def _operands(node: Node, ctx: GraphContext) -> list[Node]:
     raise Unsupported("operands are neither two tensors nor a tensor and a number")
 
 
+_SCALAR_OPS = {"aten.add": "aten.add.Tensor", "aten.mul": "aten.mul.Tensor", "aten.div": "aten.div.Tensor"}
+
+
 def _scalar_lut(unit: Unit, b: PayloadBuilder) -> bool:
-    """x + c and x * c are unary functions: one exact LUT (with any fused clamp applied)."""
+    """x + c, x * c and x / c are unary functions: one exact LUT (with any fused clamp
+    applied), computed with PyTorch's own float32 operator."""
     node = unit.anchor
     if len(unit.inputs) != 1:
         return False
-    is_add = node_op(node).startswith("aten.add")
-    op = aten_overload("aten.add.Tensor" if is_add else "aten.mul.Tensor")
+    family = node_op(node).rsplit(".", 1)[0]
+    is_add = family == "aten.add"
+    op = aten_overload(_SCALAR_OPS[family])
     scalar = _scalar(node, b.ctx)
     if scalar is None:  # pragma: no cover - _operands returned one input only for a number
         raise Unsupported("second operand is not a number")
@@ -148,3 +154,21 @@ class Mul(OpLowering):
             "a_offset": -va.qp.zero_point, "b_offset": -vb.qp.zero_point, "out_mult": mult, "out_shift": shift,
             "out_offset": qout.zero_point, "act_min": act_min, "act_max": act_max,
         })
+
+
+@register
+class Div(OpLowering):
+    """x / c for a number c: a LUT (division by a tensor has no kernel)."""
+
+    targets = ("aten.div.Tensor", "aten.div.Scalar")
+
+    def activation_args(self, node: Node, ctx: GraphContext) -> list[Node]:
+        if node.kwargs.get("rounding_mode") is not None:
+            raise Unsupported(f"division with rounding_mode={node.kwargs['rounding_mode']!r}")
+        if _scalar(node, ctx) is None:
+            raise Unsupported("division by a tensor; only division by a number is delegated (as a lookup table)")
+        return _operands(node, ctx)
+
+    def lower(self, unit: Unit, b: PayloadBuilder) -> None:
+        if not _scalar_lut(unit, b):  # pragma: no cover - activation_args admits numbers only
+            raise Unsupported("division by a tensor")

@@ -1,4 +1,5 @@
-"""Data movement: reshape-like views, permute, slice/select, split, cat, stack, constant pad, nearest upsampling.
+"""Data movement: reshape-like views, permute, slice/select, split, cat, stack, constant pad, nearest upsampling,
+expand (a broadcast copy).
 
 None of these change values, so when the quantizer gave the output other
 quantization parameters than the input, a requantising LUT follows (exactly the
@@ -15,8 +16,8 @@ from torch.fx import Node
 
 from ..graph.constants import GraphContext
 from ..graph.names import node_arg, node_op, static_shape
-from ..graph.qdq import qdq_params
-from ..layout import identity, inverse, nhwc
+from ..graph.qdq import QParams, qdq_params
+from ..layout import Perm, identity, inverse, nhwc
 from ..payload import DType, Opcode
 from ..payload.format import MAX_OP_INPUTS
 from ..payload_builder import PayloadBuilder, Value
@@ -340,3 +341,62 @@ class UpsampleNearest(OpLowering):
         x_t = b.realize(x, nhwc(4))
         ym, xm = b.int32s(y_map), b.int32s(x_map)
         emit_moved(b, unit, x.qp, nhwc(4), lambda out: b.emit(Opcode.UPSAMPLE_NEAREST, [x_t, ym, xm], out))
+
+
+def _tile(b: PayloadBuilder, src: int, shape: tuple[int, ...], qp: QParams, perm: Perm, dim: int,
+          times: int) -> int:
+    """``src`` (a ``shape`` tensor in ``perm``) repeated ``times`` along logical ``dim``: CONCATs
+    of copies (up to MAX_OP_INPUTS per op, copies of a copy beyond that)."""
+    axis = inverse(perm)[dim]
+    pieces = [(src, 1)] * times
+    cache: dict[tuple[int, ...], tuple[int, int]] = {}
+    while len(pieces) > 1:
+        grouped = []
+        for i in range(0, len(pieces), MAX_OP_INPUTS):
+            group = pieces[i:i + MAX_OP_INPUTS]
+            key = tuple(t for t, _ in group)
+            if len(group) == 1:
+                grouped.append(group[0])
+                continue
+            if key not in cache:
+                reps = sum(n for _, n in group)
+                out = b.arena(tuple(d * reps if j == dim else d for j, d in enumerate(shape)), DType.INT8, qp, perm)
+                b.emit(Opcode.CONCAT, list(key), out, {"axis": axis})
+                cache[key] = (out, reps)
+            grouped.append(cache[key])
+        pieces = grouped
+    return pieces[0][0]
+
+
+@register
+class Expand(OpLowering):
+    """expand / expand_copy of an activation: a broadcast copy, as CONCATs of the input along
+    each dim it expands (nothing at all when no dim expands)."""
+
+    targets = ("aten.expand_copy.default", "aten.expand.default")
+
+    def lower(self, unit: Unit, b: PayloadBuilder) -> None:
+        x = b.operand(unit.inputs[0])
+        assert x.qp is not None
+        out_shape = static_shape(unit.output)
+        if len(out_shape) < x.rank:
+            raise Unsupported(f"expand of {x.shape} to the lower rank {out_shape}")
+        if len(out_shape) > x.rank:
+            x = b.reshaped(x, (1,) * (len(out_shape) - x.rank) + x.shape)
+        for d, o in zip(x.shape, out_shape, strict=True):
+            if d not in (1, o):
+                raise Unsupported(f"expand of {x.shape} to {out_shape}")
+        perm = b.any_layout(x, nhwc(x.rank))
+        cur = b.realize(x, perm)
+        shape = x.shape
+        for dim, times in enumerate(out_shape):
+            if shape[dim] == times:
+                continue
+            cur = _tile(b, cur, shape, x.qp, perm, dim, times)
+            shape = tuple(times if j == dim else s for j, s in enumerate(shape))
+        qout = qdq_params(unit.output)
+        if qout == x.qp:
+            b.alias(unit.output, perm, cur)  # the tiled (or, expanding nothing, the input's) bytes
+            return
+        _, out = b.define(unit.output, perm)
+        b.emit(Opcode.LUT, [cur, b.constant(requant_table(x.qp, qout))], out)

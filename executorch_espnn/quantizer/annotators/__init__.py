@@ -9,7 +9,7 @@ from torch._ops import OpOverload
 
 from .base import Annotator
 from .conv_linear import ConvLinearAnnotator
-from .elementwise import AddAnnotator, MulAnnotator
+from .elementwise import AddAnnotator, DivAnnotator, MulAnnotator
 from .norm_matmul import LayerNormAnnotator, MatmulAnnotator
 from .shared import CatAnnotator, MeanAnnotator, SharedInputAnnotator, SplitAnnotator
 from .softmax import SoftmaxAnnotator
@@ -19,6 +19,7 @@ ANNOTATORS: tuple[Annotator, ...] = (
     ConvLinearAnnotator(),
     AddAnnotator(),
     MulAnnotator(),
+    DivAnnotator(),
     LayerNormAnnotator(),
     MatmulAnnotator(),
     SharedInputAnnotator(),

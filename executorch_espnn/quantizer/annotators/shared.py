@@ -45,6 +45,8 @@ _SINGLE_INPUT: frozenset[OpOverload] = frozenset({
     # identity in eval mode
     aten.dropout.default,
     aten.feature_dropout.default,
+    # broadcast copies values
+    aten.expand.default,
     # nearest upsampling copies values
     aten.upsample_nearest2d.vec,
     aten.upsample_nearest2d.default,
