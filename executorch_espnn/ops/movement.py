@@ -4,8 +4,10 @@ expand (a broadcast copy).
 None of these change values, so when the quantizer gave the output other
 quantization parameters than the input, a requantising LUT follows (exactly the
 program's dequantize → quantize).  Layouts are tracked, not forced: a permute is
-free (it relabels the bytes), a flatten of [N, C, 1, 1] is a free reshape, and only
-a reshape that mixes channels with H/W asks for the logical (NCHW) order.
+free (it relabels the bytes), and a reshape keeps the bytes of any layout in which the
+dims it merges are adjacent and in order (a flatten of [N, C, 1, 1], a split of NHWC
+channels); only a reshape that mixes dims the layout separates moves bytes (a TRANSPOSE
+into the nearest layout that suits it).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from torch.fx import Node
 from ..graph.constants import GraphContext
 from ..graph.names import node_arg, node_op, static_shape
 from ..graph.qdq import QParams, qdq_params
-from ..layout import Perm, identity, inverse, nhwc
+from ..layout import Perm, identity, inverse, nhwc, reshape_layout, reshape_ready, same_bytes
 from ..payload import DType, Opcode
 from ..payload.format import MAX_OP_INPUTS
 from ..payload_builder import PayloadBuilder, Value
@@ -76,8 +78,26 @@ class Reshape(OpLowering):
             perm = b.any_layout(x, nhwc(x.rank))
             b.alias(unit.output, perm, b.realize(x, perm))
             return
-        src = b.contiguous(x)
-        _, out = b.define(unit.output, identity(len(out_shape)))
+        # a view keeps the bytes of a layout whose merged dims are adjacent and in order (a
+        # conv's NHWC result viewed as [N, g, C/g, H*W] is [N, H*W, g, C/g]); otherwise a
+        # TRANSPOSE makes one: the nearest such layout when the result then is NHWC (what
+        # convolutions read, ShuffleNet's shuffle back to [N, C, H, W]), else the logical
+        # order (what fully connected layers, layer norm and matmul read)
+        have = b.layouts(x)
+        perm, out_perm = identity(x.rank), identity(len(out_shape))
+        for p in have:
+            q = reshape_layout(x.shape, p, out_shape)
+            if q is not None:
+                perm, out_perm = p, q
+                break
+        else:
+            if have:
+                near = reshape_ready(x.shape, have[0], out_shape)
+                q = reshape_layout(x.shape, near, out_shape)
+                if q is not None and len(out_shape) == 4 and same_bytes(out_shape, q, nhwc(4)):
+                    perm, out_perm = near, q
+        src = b.realize(x, perm)
+        _, out = b.define(unit.output, out_perm)
         if qout == x.qp:
             b.emit(Opcode.RESHAPE, [src], out)
         else:
