@@ -232,7 +232,7 @@ class RunnerBuild:
 def render_model(pte: bytes, out: Path) -> Path:
     """The generated model header the PlatformIO model step writes, sized by host.measure;
     returns the folder to pass as ESPNN_MODEL_DIR."""
-    from tests.host_helpers import render_model as render
+    from devkit.model_files import render_model as render
 
     return render(pte, out)
 

@@ -1,4 +1,4 @@
-"""Which zoo models the benchmarks run (tests/zoo.py defines them; no downloads)."""
+"""Which zoo models the benchmarks run (devkit/zoo.py defines them; no downloads)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class BenchModel:
-    key: str  # tests.zoo.ZOO key
+    key: str  # devkit.zoo.ZOO key
     title: str
     pio_example: str | None = None  # an examples/ project that builds this model
 

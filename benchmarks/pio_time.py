@@ -2,7 +2,7 @@
 PlatformIO project (the same board and framework, a sketch without a model).
 
 Runs the real ``pio`` offline with a private core directory seeded by
-``scripts/seed_platformio.sh`` (tests/pio_helpers.py), every call under ``timeout``.
+``scripts/seed_platformio.sh`` (devkit/pio_helpers.py), every call under ``timeout``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests import pio_helpers as h
+from devkit import pio_helpers as h
 
 PLAIN_SKETCH = """
 #include <Arduino.h>

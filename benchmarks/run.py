@@ -39,6 +39,7 @@ ARENA_TARGET = 1.01
 PTE_TARGET = 1.05
 OUTSIDE_TARGET = 0.01
 SKIPPABLE = ("callgrind", "lowering", "pio")
+TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
 @dataclass
@@ -146,7 +147,7 @@ def _fast_path(res: ModelResult, lm: Any) -> None:
     from benchmarks.fastpath import classify, mac_share
     from executorch_espnn.payload import decode
     from executorch_espnn.pte import delegate_payloads
-    from executorch_espnn.report import _table
+    from executorch_espnn.report.text import table
 
     rep = lm.report
     mine = []
@@ -168,7 +169,7 @@ def _fast_path(res: ModelResult, lm: Any) -> None:
     rows = [[str(f.partition), str(f.op), f.layer, f.shape, f"{f.macs:,}", "yes" if f.fast else "NO", f.why]
             for f in rep.fast_path]
     if rows:
-        res.fast_table = "\n".join(_table(["part", "op", "layer", "shape", "MACs", "fast", "why"], rows))
+        res.fast_table = table(["part", "op", "layer", "shape", "MACs", "fast", "why"], rows)
 
 
 def _callgrind(res: ModelResult, lm: Any, cpu_pte: bytes, work: Path, runner: Any) -> None:
@@ -194,7 +195,7 @@ def bench_model(bm: bench_models.BenchModel, args: argparse.Namespace, work: Pat
                 say: Any) -> ModelResult:
     import executorch_espnn as ee
     from benchmarks import lowering_time
-    from tests.zoo import ZOO
+    from devkit.zoo import ZOO
 
     z = ZOO[bm.key]
     res = ModelResult(bm.key, bm.title)
@@ -270,16 +271,15 @@ def summary_rows(results: list[ModelResult]) -> tuple[list[str], list[list[str]]
     return head, rows
 
 
+def _render(template: str, **context: Any) -> str:
+    """One of benchmarks/templates/, through the package's one jinja2 environment."""
+    from executorch_espnn import rendering
+
+    return str(rendering.environment(TEMPLATES).get_template(template).render(**context))
+
+
 def markdown_table(head: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def text_table(head: list[str], rows: list[list[str]]) -> str:
-    from executorch_espnn.report import _table
-
-    return "\n".join(_table(head, rows))
+    return _render("summary.md.j2", head=head, rows=rows).removesuffix("\n")
 
 
 def targets(results: list[ModelResult], pio: dict[str, Any] | None) -> list[tuple[str, str, str]]:
@@ -314,50 +314,8 @@ def targets(results: list[ModelResult], pio: dict[str, Any] | None) -> list[tupl
 def report(results: list[ModelResult], pio: dict[str, Any] | None, say: Any) -> None:
     """Print the summary table, each model's details and the targets."""
     head, rows = summary_rows(results)
-    say("\n" + "=" * 100)
-    say("Summary (arena/peak: worst partition; instructions per inference under callgrind; "
-        "lowering: the four stages of lower())\n")
-    say(text_table(head, rows))
-    for r in results:
-        say(f"\n--- {r.title}")
-        if r.stages:
-            say("  lowering stages: " + ", ".join(f"{k} {v:.2f} s" for k, v in r.stages.items()))
-        if r.back_half:
-            say("  same quantized program, to_edge_transform_and_lower + to_executorch (best of rounds): "
-                + ", ".join(f"{k} {v['partition']:.2f} + {v['to_executorch']:.2f} s" for k, v in r.back_half.items()))
-        for line in r.peak_at:
-            say(f"  peak live set at {line}")
-        if r.header_sizes:
-            say("  header sizes: " + ", ".join(f"{k} {v:,}" for k, v in r.header_sizes.items()))
-        if r.const_bound:
-            say("  constants bound: " + ", ".join(f"{k} {v:,}" for k, v in r.const_bound.items()))
-        if r.pte_parts:
-            say("  .pte bytes: " + ", ".join(f"{k} {v:,}" for k, v in r.pte_parts.items()))
-        if r.overhead:
-            say("  (a) outside every kernel, instructions per inference: "
-                + ", ".join(f"{k} {v:,}" for k, v in r.overhead.items()))
-        if r.cpu_op_instructions:
-            say(f"  (a) in ExecuTorch's CPU operator kernels (fallback): {r.cpu_op_instructions:,} instructions; "
-                f"outside every kernel: {_pct(r.overhead_share, 3)}")
-        if r.cpu_ops:
-            say("  on the CPU: " + ", ".join(r.cpu_ops))
-        if r.fast_table:
-            say(f"  ESP32-S3 fast paths: {_pct(r.fast_share)} of MACs (report: {_pct(r.fast_share_report)})")
-            say(r.fast_table)
-        for m in r.fast_mismatch:
-            say("  fast-path disagreement: " + m)
-        for k, v in r.errors.items():
-            say(f"  NOT MEASURED {k}: {v.splitlines()[0] if v else ''}")
-    if pio is not None:
-        say("\n--- pio run -e host")
-        if "error" in pio:
-            say(f"  not measured: {pio['error']}")
-        else:
-            say(f"  examples/{pio['example']}: clean {pio['clean']:.1f} s, no-op {pio['noop']:.2f} s; plain sketch: "
-                f"clean {pio['plain_clean']:.1f} s, no-op {pio['plain_noop']:.2f} s; no-op ratio {pio['noop_ratio']:.2f}x")
-    say("\nTargets")
-    for figure, model, verdict in targets(results, pio):
-        say(f"  {figure:<46} {model:<30} {verdict}")
+    say(_render("report.txt.j2", head=head, rows=rows, results=results, pio=pio,
+                targets=targets(results, pio), pct=_pct).removesuffix("\n"))
 
 
 def render(path: Path, markdown: Path | None) -> int:

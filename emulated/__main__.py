@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", type=Path, help="write the generated C file here")
     args = ap.parse_args(argv)
     cases = golden.factory_cases(mobilenet=args.mobilenet)
-    source = golden.render(cases, "tests/payload_factory.py all_cases(seed=0)")
+    source = golden.render(cases, "devkit/payload_factory.py all_cases(seed=0)")
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
         gen = (args.keep or Path(tmp)) / "golden_cases.c"

@@ -1,6 +1,6 @@
 """Compile golden payloads and their vectors into C for the emulated bare-metal runs.
 
-Each case's payload and inputs come from ``tests/payload_factory.py`` (the golden suite);
+Each case's payload and inputs come from ``devkit/payload_factory.py`` (the golden suite);
 the expected outputs come from ``executorch_espnn.reference.run_delegate``, the bit-exact
 Python executor, never from the C engine.  ``render`` turns them into a C file through
 ``emulated/templates/golden_cases.c.j2``.
@@ -13,10 +13,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import jinja2
 import numpy as np
 import numpy.typing as npt
 
+from executorch_espnn import rendering
 from executorch_espnn.payload import Storage, decode
 from executorch_espnn.payload.state import state_bytes
 from executorch_espnn.reference import run_delegate
@@ -58,7 +58,7 @@ def make_case(name: str, payload: bytes, inputs: Sequence[npt.NDArray[np.generic
     return GoldenCase(name, payload, ins, outs, multibyte, ram)
 
 
-def c_string(data: bytes) -> str:
+def c_bytes(data: bytes) -> str:
     """Adjacent string literals of \\xHH escapes: compiles much faster than {0x.., ...}."""
     if not data:
         return '""'
@@ -76,23 +76,16 @@ def render(cases: Iterable[GoldenCase], source: str) -> str:
     names = [c.name for c in cases]
     if len(set(names)) != len(names):
         raise ValueError("golden case names must be unique")
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-    )
-    env.filters["c_string"] = c_string
+    env = rendering.environment(TEMPLATES)
+    env.filters["c_bytes"] = c_bytes
     pool = _align16(max(c.ram_bytes for c in cases) + 256)
     return env.get_template("golden_cases.c.j2").render(cases=cases, source=source,
                                                         pool_bytes=pool)
 
 
 def factory_cases(seed: int = 0, *, mobilenet: bool = False) -> list[GoldenCase]:
-    """The golden suite's cases (``tests.payload_factory.all_cases``), optionally MobileNetV2."""
-    from tests.payload_factory import all_cases, mobilenet_v2_case
+    """The golden suite's cases (``devkit.payload_factory.all_cases``), optionally MobileNetV2."""
+    from devkit.payload_factory import all_cases, mobilenet_v2_case
 
     src = list(all_cases(seed))
     if mobilenet:

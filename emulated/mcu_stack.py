@@ -18,7 +18,7 @@ Per model:
 2. a measuring firmware (``cortex_m/measure_main.cpp`` + ``runtime/espnn_host_api.cpp``, the
    measurement ``host.measure`` makes) prints the pools as the 32-bit target needs them;
 3. ``model_pte.h`` is rendered with those figures by the builder's renderer
-   (``tests.host_helpers.render_model``), the inputs and ``host.run``'s outputs into
+   (``devkit.model_files.render_model``), the inputs and ``host.run``'s outputs into
    ``model_vectors.h``;
 4. the application firmware (``cortex_m/model_main.cpp``) runs them and prints
    ``EMU VERDICT PASS target=cortex-m7 model=<name> kernels=<kernels> cases=N failed=0 ...``.
@@ -37,13 +37,13 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-import jinja2
 import numpy as np
 
 from emulated import build, component, et_runtime, golden, targets
 from emulated.build import Unit
 from emulated.component import C_STRICT, CXX_STRICT, Kernels, includes
 from emulated.targets import COMPONENT, EMU, ROOT
+from executorch_espnn import rendering
 
 TARGET = targets.CORTEX_M7
 CORTEX_M = EMU / "cortex_m"
@@ -120,8 +120,8 @@ def example_model(path: Path, n_cases: int = 3) -> StackModel:
 
 
 def zoo_model(name: str, n_cases: int = 3) -> StackModel:
-    from tests.lowered_zoo import lowered_zoo
-    from tests.zoo import ZOO
+    from devkit.lowered_zoo import lowered_zoo
+    from devkit.zoo import ZOO
 
     z = ZOO[name]
     batches = [z.example_inputs(), *z.test_inputs(n_cases - 1)]
@@ -147,14 +147,11 @@ def load_model(name: str) -> StackModel:
 
 
 def _render(template: str, out: Path, **ctx: Any) -> Path:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
-                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                             trim_blocks=True, lstrip_blocks=True, autoescape=False)
-    env.filters["c_string"] = golden.c_string
+    env = rendering.environment(TEMPLATES)
+    env.filters["c_bytes"] = golden.c_bytes
     text = env.get_template(template).render(**ctx)
     out.parent.mkdir(parents=True, exist_ok=True)
-    if not out.is_file() or out.read_text() != text:
-        out.write_text(text)
+    rendering.write_if_changed(out, text)
     return out
 
 
@@ -173,7 +170,7 @@ def write_vectors(model: StackModel, kernels: str, out: Path) -> Path:
 
 def render_header(pte: bytes, out: Path, sizes: Any = None) -> Path:
     """model_pte.h and model_pte_data.S by the builder's renderer; returns their folder."""
-    from tests.host_helpers import render_model
+    from devkit.model_files import render_model
 
     return render_model(pte, out, sizes=sizes)
 
@@ -318,7 +315,7 @@ def run_app(p: Prepared, kernels: Kernels, tree: et_runtime.ExecutorchTree, *,
 
 
 def render_model_dir(p: Prepared, out: Path, edit: dict[str, Any] | None = None) -> Path:
-    from tests.host_helpers import render_model
+    from devkit.model_files import render_model
 
     return render_model(p.model.pte, out, sizes=p.sizes32, edit=edit)
 

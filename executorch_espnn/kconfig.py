@@ -1,31 +1,42 @@
-"""Resolve the component's Kconfig outside ESP-IDF (Arduino and host builds).
+"""Resolve the component's Kconfig outside ESP-IDF (Arduino and host builds): the one home of
+that resolution, of the header format and of the menuconfig setup.
 
 ESP-IDF reads ``espnn_component/Kconfig`` itself (menuconfig, ``sdkconfig.h``).  Everywhere
-else the builder calls :func:`resolve` with the project's ``sdkconfig.defaults`` /
-``sdkconfig.<env>`` files and :func:`render_header` to get the same ``CONFIG_ESPNN_ET_*`` macros
-in ``espnn_sdkconfig.h``, so one Kconfig is the single source of the memory policy.
+else :func:`resolve` reads the project's ``sdkconfig.defaults`` / ``sdkconfig.<env>`` files and
+:func:`render_header` writes the same ``CONFIG_ESPNN_ET_*`` macros into ``espnn_sdkconfig.h``,
+so one Kconfig is the single source of the memory policy.
 
 The component's Kconfig depends on ESP-IDF's ``SPIRAM``; :func:`standalone_kconfig` renders a
 small wrapper that defines it and sources the component's Kconfig unchanged.  That wrapper is
-also what kconfiglib's menuconfig should be pointed at for Arduino and host environments.
+also what kconfiglib's menuconfig is pointed at for Arduino and host environments
+(:func:`menuconfig`).
+
+The PlatformIO builder runs this module as a program (``python -m executorch_espnn.kconfig
+header|menuconfig ...``, see :func:`main`), as it runs the lowering: SCons never imports
+kconfiglib, and ``header`` reports every file it read, so the builder's no-op check hashes
+exactly those instead of guessing where the package keeps them.
 """
 
 from __future__ import annotations
 
+import argparse
 import difflib
+import json
+import os
 import re
+import subprocess
+import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import jinja2
 import kconfiglib
 
+from . import rendering
 from .errors import KconfigError
 
 PREFIX = "ESPNN_ET_"
-TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
 _ASSIGN = re.compile(r"^\s*CONFIG_(?P<name>[A-Za-z0-9_]+)=(?P<value>.*)$")
 _SYMBOL_IN_WARNING = re.compile(r"\b(ESPNN_ET_\w+|SPIRAM)\b")
 
@@ -41,18 +52,14 @@ class Assignment:
     origin: str  # "sdkconfig.defaults:3" or "overrides"
 
 
-def _env() -> jinja2.Environment:
-    if not (TEMPLATES / "kconfig").is_dir():
+def _render(template: str, **context: object) -> str:
+    folder = rendering.templates_dir() / "kconfig"
+    if not folder.is_dir():
         raise KconfigError(
-            f"the Kconfig templates are missing from {TEMPLATES / 'kconfig'}; "
+            f"the Kconfig templates are missing from {folder}; "
             "reinstall executorch-espnn from a complete checkout"
         )
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        autoescape=False,
-    )
+    return rendering.render(f"kconfig/{template}", **context)
 
 
 def standalone_kconfig(kconfig: Path, out_dir: Path, *, spiram_default: bool = False) -> Path:
@@ -71,13 +78,8 @@ def standalone_kconfig(kconfig: Path, out_dir: Path, *, spiram_default: bool = F
         )
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / "Kconfig.standalone"
-    text = (
-        _env()
-        .get_template("kconfig/Kconfig.standalone.j2")
-        .render(kconfig=kconfig.as_posix(), spiram_default=spiram_default)
-    )
-    if not out.is_file() or out.read_text(encoding="utf-8") != text:
-        out.write_text(text, encoding="utf-8")
+    text = _render("Kconfig.standalone.j2", kconfig=kconfig.as_posix(), spiram_default=spiram_default)
+    rendering.write_if_changed(out, text)
     return out
 
 
@@ -164,6 +166,13 @@ def resolve(
     Kconfig refuses (e.g. a PSRAM placement without ``SPIRAM``, a number out of range), naming
     the file and line and what to change.
     """
+    return _resolve(kconfig, sdkconfig_files, overrides)[0]
+
+
+def _resolve(
+    kconfig: Path, sdkconfig_files: Sequence[Path], overrides: Mapping[str, Value] | None
+) -> tuple[dict[str, Value], list[Path]]:
+    """resolve(), and the Kconfig files it parsed (the component's and what it sources)."""
     paths = [Path(p) for p in sdkconfig_files]
     for p in paths:
         if not p.is_file():
@@ -241,11 +250,13 @@ def resolve(
             why = _refusal(kconf.syms[name], a)
             if why is not None:
                 raise KconfigError(f"{a.origin}: CONFIG_{name}={a.value} cannot be used: {why}")
-        return {
+        values: dict[str, Value] = {
             f"CONFIG_{name}": _typed(sym)
             for name, sym in sorted(kconf.syms.items())
             if name.startswith(PREFIX) and sym.orig_type != kconfiglib.UNKNOWN
         }
+        read = [Path(f).resolve() for f in kconf.kconfig_filenames]
+        return values, [f for f in read if not f.is_relative_to(Path(tmp).resolve())]
 
 
 def _is_number(name: str) -> bool:
@@ -288,16 +299,99 @@ def render_header(
             macros.append((name, text))
     if not macros:
         raise KconfigError("no CONFIG_ESPNN_ET_* values to write; pass the dict resolve() returned")
-    text = (
-        _env()
-        .get_template("kconfig/espnn_sdkconfig.h.j2")
-        .render(
-            macros=macros,
-            kconfig=str(kconfig) if kconfig else "espnn_component/Kconfig",
-            sources=[str(s) for s in sources],
-        )
+    text = _render(
+        "espnn_sdkconfig.h.j2",
+        macros=macros,
+        kconfig=str(kconfig) if kconfig else "espnn_component/Kconfig",
+        sources=[str(s) for s in sources],
     )
     out.parent.mkdir(parents=True, exist_ok=True)
-    if not out.is_file() or out.read_text(encoding="utf-8") != text:
-        out.write_text(text, encoding="utf-8")
+    rendering.write_if_changed(out, text)
     return out
+
+
+def menuconfig(
+    kconfig: Path,
+    out_dir: Path,
+    sdkconfig: Path,
+    sdkconfig_files: Sequence[Path] = (),
+    overrides: Mapping[str, Value] | None = None,
+) -> int:
+    """kconfiglib's menuconfig in this terminal over the component's Kconfig (through the
+    standalone wrapper written into ``out_dir``), saved to ``sdkconfig``.  A new ``sdkconfig``
+    starts from ``sdkconfig_files`` and ``overrides``, as ESP-IDF starts from sdkconfig.defaults.
+    Returns menuconfig's exit status."""
+    items = {k.removeprefix("CONFIG_"): v for k, v in (overrides or {}).items()}
+    wrapper = standalone_kconfig(kconfig, out_dir, spiram_default=bool(items.get("SPIRAM", False)))
+    if not sdkconfig.is_file():
+        kconf = kconfiglib.Kconfig(str(wrapper), warn_to_stderr=False)
+        kconf.warn_assign_undef = False
+        for p in sdkconfig_files:
+            kconf.load_config(str(p))
+        for name, value in items.items():
+            kconf.syms[name].set_value(_override_text(value) if not isinstance(value, str) else value)
+        kconf.write_config(str(sdkconfig), save_old=False)
+    env = dict(os.environ)
+    env["KCONFIG_CONFIG"] = str(sdkconfig)
+    env.setdefault("MENUCONFIG_STYLE", "aquatic")
+    return subprocess.call([sys.executable, "-m", "menuconfig", str(wrapper)], env=env)
+
+
+def inputs(kconfig_files: Sequence[Path], sdkconfig_files: Sequence[Path]) -> list[Path]:
+    """Every file a resolution and its header depend on: the Kconfig files it parsed, the
+    sdkconfig files, this module, the rendering helper and the templates."""
+    here = Path(__file__).resolve()
+    templates = sorted((rendering.templates_dir() / "kconfig").glob("*.j2"))
+    return [*kconfig_files, *(Path(p).resolve() for p in sdkconfig_files), here,
+            Path(rendering.__file__).resolve(), *templates]
+
+
+def _setting(text: str) -> tuple[str, Value]:
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    if value in ("y", "n"):
+        return name, value == "y"
+    try:
+        return name, int(value, 0)
+    except ValueError:
+        return name, value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``header``: resolve, write the header, and write the values with every file read as
+    JSON.  ``menuconfig``: run :func:`menuconfig`.  A failure prints one ``Error:`` line
+    (the KconfigError message) and exits 2."""
+    ap = argparse.ArgumentParser(prog="python -m executorch_espnn.kconfig", description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    for name in ("header", "menuconfig"):
+        cmd = sub.add_parser(name)
+        cmd.add_argument("--kconfig", type=Path, required=True, help="espnn_component/Kconfig")
+        cmd.add_argument("--config", type=Path, action="append", default=[],
+                         help="an sdkconfig file, in the order read (repeatable)")
+        cmd.add_argument("--set", type=_setting, action="append", default=[], metavar="NAME=VALUE",
+                         help="an override applied last (y/n, a number or text; repeatable)")
+        if name == "header":
+            cmd.add_argument("--header", type=Path, required=True, help="the espnn_sdkconfig.h to write")
+            cmd.add_argument("--json", type=Path, required=True, help="where to write values and inputs")
+        else:
+            cmd.add_argument("--out-dir", type=Path, required=True, help="where the wrapper goes")
+            cmd.add_argument("--sdkconfig", type=Path, required=True, help="the file menuconfig saves")
+    args = ap.parse_args(argv)
+    overrides = dict(args.set)
+    try:
+        if args.command == "menuconfig":
+            return menuconfig(args.kconfig, args.out_dir, args.sdkconfig, args.config, overrides)
+        values, kconfig_files = _resolve(args.kconfig, args.config, overrides)
+        render_header(values, args.header, kconfig=args.kconfig, sources=args.config)
+    except KconfigError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 2
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    read = [str(p) for p in inputs(kconfig_files, args.config)]
+    args.json.write_text(json.dumps({"values": values, "inputs": read}, sort_keys=True), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

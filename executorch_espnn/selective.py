@@ -38,8 +38,9 @@ from typing import Any
 import yaml  # type: ignore[import-untyped]  # (PyYAML, installed with executorch)
 
 from .errors import SelectiveBuildError
+from .pte import UnreadableProgramError, load
+from .rendering import templates_dir
 
-TEMPLATES = Path(__file__).resolve().parents[1] / "templates" / "executorch_codegen"
 SELECTED_YAML = "selected_operators.yaml"
 REGISTRATION = "RegisterCodegenUnboxedKernels.cpp"
 OUTPUTS = (SELECTED_YAML, REGISTRATION, "RegisterKernels.h", "NativeFunctions.h", "Functions.h")
@@ -119,22 +120,15 @@ def operators_of_pte(pte: Path, out_yaml: Path) -> dict[str, Any]:
     It runs in a child process: its flatbuffer reader is native code that crashes on some
     corrupt files, and a corrupt model must give an error, not take the build down.
     """
-    data = pte.read_bytes()
-    if len(data) < 8 or data[4:6] != b"ET":
-        raise SelectiveBuildError(
-            f"{pte} cannot be read as an ExecuTorch program (.pte): it lacks the ETxx file "
-            "identifier at byte 4; pass the .pte the lowering wrote"
-        )
     # gen_oplist's native reader does not verify the flatbuffer: on a corrupt body it may
     # crash or, depending on what the stray offsets hit, succeed with garbage.  ExecuTorch's
-    # Python deserializer checks every offset, so a program it cannot read stops here.
-    from executorch.exir._serialize._program import deserialize_pte_binary
-
+    # Python deserializer (our one reader) checks every offset, so a program it cannot read
+    # stops here.
     try:
-        deserialize_pte_binary(data)
-    except Exception as exc:  # the flatbuffer reader raises many types
+        load(pte.read_bytes())
+    except UnreadableProgramError as exc:
         raise SelectiveBuildError(
-            f"{pte} cannot be read as an ExecuTorch program (.pte): {type(exc).__name__}: {exc}; "
+            f"{pte} cannot be read as an ExecuTorch program (.pte): {exc.reason}; "
             "pass the .pte the lowering wrote"
         ) from exc
     cmd = [
@@ -187,10 +181,15 @@ def _functions_yaml(selected: set[str], kernels: KernelSources, out: Path) -> No
     out.write_text(yaml.safe_dump(portable + quantized, sort_keys=False), encoding="utf-8")
 
 
+def codegen_templates() -> Path:
+    """This package's templates for ExecuTorch's codegen (its own format, not jinja2)."""
+    return templates_dir() / "executorch_codegen"
+
+
 def _run_codegen(functions_yaml: Path, selection: Path, kernels: KernelSources, out: Path) -> None:
     cmd = [
         sys.executable, "-m", "executorch.codegen.gen",
-        "--source-path", str(TEMPLATES),
+        "--source-path", str(codegen_templates()),
         "--functions-yaml-path", str(functions_yaml),
         "--aten-yaml-path", str(kernels.native_functions_yaml),
         "--tags-path", str(kernels.tags_yaml),
@@ -213,9 +212,9 @@ def generate(
         raise SelectiveBuildError(
             f"{src} does not exist; pass the model's .pte or selected_operators.yaml"
         )
-    if not (TEMPLATES / "templates" / REGISTRATION).is_file():
+    if not (codegen_templates() / "templates" / REGISTRATION).is_file():
         raise SelectiveBuildError(
-            f"the codegen templates are missing from {TEMPLATES}; use a complete checkout"
+            f"the codegen templates are missing from {codegen_templates()}; use a complete checkout"
         )
     kernels = kernels or KernelSources.from_wheel()
     out_dir.mkdir(parents=True, exist_ok=True)

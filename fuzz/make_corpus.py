@@ -17,7 +17,7 @@ from pathlib import Path
 
 
 def golden_payloads(seeds: Iterable[int] = (0,)) -> list[bytes]:
-    from tests.payload_factory import all_cases, softmax_case
+    from devkit.payload_factory import all_cases, softmax_case
 
     extra = [softmax_case("softmax_long_row", shape=(2, 700), logit_scale=0.5),
              softmax_case("softmax_max_row", shape=(1, 4095), logit_scale=0.05)]

@@ -140,7 +140,12 @@ def test_results_reader_pass_rate_and_check(tmp_path: Path) -> None:
     assert (c.total, c.ran, c.passed) == (4, 3, 2)
     assert s.family_totals[FLOW].passed == 1  # test_abs.py is not a delegated family
     assert report.main([str(path), "--check", FLOW, "--markdown", str(tmp_path / "r.md")]) == 0
-    assert "| espnn | 4 |" in (tmp_path / "r.md").read_text()
+    rendered = (tmp_path / "r.md").read_text()
+    assert "| espnn | 4 |" in rendered
+    # the committed results page is this rendering: both say so before anything else
+    committed = (Path(__file__).resolve().parents[1] / "docs" / "backend-suite-results.md").read_text()
+    for text in (rendered, committed):
+        assert text.splitlines()[2].startswith("_Generated file: do not edit.")
 
 
 def test_results_reader_rejects_a_file_that_is_not_results(tmp_path: Path) -> None:

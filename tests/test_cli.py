@@ -159,7 +159,7 @@ def test_outputs_listed_in_help() -> None:
 # --- successful builds --------------------------------------------------------------------------
 
 ISLAND = """\
-from tests.zoo import ZOO
+from devkit.zoo import ZOO
 
 _Z = ZOO["island_net"]
 

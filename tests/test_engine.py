@@ -31,9 +31,9 @@ from unittest import mock
 import engine_helpers as eh
 import numpy as np
 import numpy.typing as npt
-import payload_factory as pf
 import pytest
 
+from devkit import payload_factory as pf
 from executorch_espnn.payload import (
     DType,
     Opcode,

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import source_helpers as sh
+from devkit import source_helpers as sh
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINE = ROOT / "espnn_component" / "engine"

@@ -20,9 +20,10 @@ import pytest
 
 from executorch_espnn import host
 from executorch_espnn.errors import HostBuildError, HostRuntimeError
+from executorch_espnn.host import build as host_build
 from executorch_espnn.payload import DType
 from executorch_espnn.payload.format import FORMAT_MINOR
-from executorch_espnn.program_info import read_program
+from executorch_espnn.pte import read_program
 from executorch_espnn.version import __version__, version_tuple
 from tests.host_helpers import (
     BACKEND_ID,
@@ -152,15 +153,15 @@ def test_concurrent_builds_build_once(monkeypatch: pytest.MonkeyPatch, tmp_path:
     monkeypatch.setenv("ESPNN_CACHE_DIR", str(tmp_path / "cache"))
     calls: list[int] = []
 
-    def fake_build(work: Path, toolchain: host.Toolchain, component: Path, log: Path) -> Path:
+    def fake_build(b: host_build.CMakeBuild, work: Path, log: Path) -> Path:
         calls.append(1)
         time.sleep(0.3)
         log.write_text("log\n")
-        out = work / host.LIBRARY_FILE
+        out = work / b.artifact
         out.write_bytes(b"\x7fELF fake")
         return out
 
-    monkeypatch.setattr(host, "_build_into", fake_build)
+    monkeypatch.setattr(host_build, "_build_into", fake_build)
     results: list[Path] = []
     threads = [threading.Thread(target=lambda: results.append(host.build_library())) for _ in range(3)]
     for t in threads:
@@ -456,7 +457,7 @@ def test_corrupted_payloads_never_kill_the_process(tmp_path: Path) -> None:
     assert survived is not None and int(survived.group(1)) >= 250, proc.stdout
 
 
-# --- whole models from tests/zoo.py, lowered by executorch_espnn.lower ---------------------------
+# --- whole models from devkit/zoo.py, lowered by executorch_espnn.lower ---------------------------
 
 # The delegates reproduce executorch_espnn.reference bit for bit (test_model_delegates_are_exact)
 # and the top-1 always matches.  Against the exactly evaluated quantized program every model
@@ -472,7 +473,7 @@ def lowered_models() -> dict[str, object]:
 
 
 def _lowered(cache: dict[str, object], name: str) -> object:
-    from tests.lowered_zoo import lowered_zoo
+    from devkit.lowered_zoo import lowered_zoo
 
     if name not in cache:
         cache[name] = lowered_zoo(name)
@@ -488,7 +489,7 @@ def _torch_outputs(low: object, xs: tuple[object, ...]) -> list[np.ndarray]:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", _MODELS)
 def test_model_same_top1_as_pytorch(name: str, lowered_models: dict[str, object]) -> None:
-    from tests.zoo import ZOO
+    from devkit.zoo import ZOO
 
     low = _lowered(lowered_models, name)
     info = read_program(low.pte)  # type: ignore[attr-defined]
@@ -509,8 +510,8 @@ def test_model_same_top1_as_pytorch(name: str, lowered_models: dict[str, object]
 def test_model_within_one_lsb_of_pytorch(name: str, lowered_models: dict[str, object]) -> None:
     """Against the quantized program evaluated exactly (tests/exact_quant.py explains why not
     torch's float32 evaluation)."""
+    from devkit.zoo import ZOO
     from tests.exact_quant import lsb_distance, run_exact
-    from tests.zoo import ZOO
 
     low = _lowered(lowered_models, name)
     scales = [t.scale for t in low.outputs]  # type: ignore[attr-defined]
@@ -530,8 +531,8 @@ def test_model_within_one_lsb_of_pytorch(name: str, lowered_models: dict[str, ob
 def test_model_delegates_are_exact(name: str, lowered_models: dict[str, object]) -> None:
     """A fully delegated model: the host output equals the Python reference executing the
     same payload, bit for bit."""
+    from devkit.zoo import ZOO
     from executorch_espnn.reference import run_delegate
-    from tests.zoo import ZOO
 
     low = _lowered(lowered_models, name)
     info = read_program(low.pte)  # type: ignore[attr-defined]

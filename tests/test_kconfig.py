@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import kconfiglib
 import pytest
@@ -290,3 +293,69 @@ def test_standalone_wrapper_spiram_default_follows_the_board(tmp_path: Path) -> 
         assert kconf.syms["ESPNN_ET_ARENA_IN_PSRAM"].visibility == visible
         # automatic stays the default either way
         assert kconf.syms["ESPNN_ET_ARENA_IN_AUTO"].tri_value == 2
+
+
+# --- the program the builder runs, and the builder's side of it ---------------------------------
+
+
+def test_header_command_reports_every_file_it_read(tmp_path: Path) -> None:
+    defaults = sdk(tmp_path, "sdkconfig.defaults", "CONFIG_ESPNN_ET_INTERNAL_RAM_CAP=4096")
+    out = tmp_path / "out"
+    rc = kconfig.main(["header", "--kconfig", str(KCONFIG), "--config", str(defaults), "--set", "SPIRAM=n",
+                       "--header", str(out / "espnn_sdkconfig.h"), "--json", str(out / "v.json")])
+    assert rc == 0
+    data = json.loads((out / "v.json").read_text())
+    assert data["values"] == kconfig.resolve(KCONFIG, [defaults], {"SPIRAM": False})
+    assert data["values"]["CONFIG_ESPNN_ET_INTERNAL_RAM_CAP"] == 4096
+    read = {Path(p) for p in data["inputs"]}
+    assert {KCONFIG.resolve(), defaults.resolve(), Path(kconfig.__file__).resolve()} <= read
+    assert any(p.name == "espnn_sdkconfig.h.j2" for p in read)
+    assert all(p.is_file() for p in read)  # nothing temporary (the wrapper lives in a temp dir)
+    assert "#define CONFIG_ESPNN_ET_INTERNAL_RAM_CAP 4096" in (out / "espnn_sdkconfig.h").read_text()
+
+
+def test_header_command_prints_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = sdk(tmp_path, "sdkconfig.defaults", "CONFIG_ESPNN_ET_ARENA_IN_PSRAM=y")
+    rc = kconfig.main(["header", "--kconfig", str(KCONFIG), "--config", str(bad), "--set", "SPIRAM=n",
+                       "--header", str(tmp_path / "h.h"), "--json", str(tmp_path / "v.json")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1
+    assert err[0].startswith(f"Error: {bad}:1: CONFIG_ESPNN_ET_ARENA_IN_PSRAM=y cannot be used")
+    assert "set CONFIG_SPIRAM=y" in err[0]
+    assert not (tmp_path / "v.json").exists()
+
+
+def test_builder_resolves_in_a_child_and_only_when_an_input_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sys.path.insert(0, str(COMPONENT.parent / "builder"))
+    try:
+        from espnn_pio import kconfig_glue  # type: ignore[import-not-found]
+    finally:
+        sys.path.pop(0)
+    runs: list[list[str]] = []
+    real_run = subprocess.run
+
+    def counting_run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
+        runs.append(cmd)
+        return real_run(cmd, **kw)  # type: ignore[call-overload,no-any-return]
+
+    monkeypatch.setattr(kconfig_glue.subprocess, "run", counting_run)
+    project = tmp_path / "proj"
+    project.mkdir()
+
+    def setup() -> Any:
+        return kconfig_glue.KconfigSetup(KCONFIG, tmp_path / "config", project / "sdkconfig.host",
+                                         project / "sdkconfig.defaults", False, COMPONENT.parent,
+                                         sys.executable)
+
+    assert setup().placement() == "auto" and len(runs) == 1
+    assert setup().placement() == "auto" and len(runs) == 1
+    sdk(project, "sdkconfig.defaults", "CONFIG_ESPNN_ET_ARENA_IN_INTERNAL=y")  # a new input
+    assert setup().placement() == "internal" and len(runs) == 2
+    sdk(project, "sdkconfig.host", "CONFIG_ESPNN_ET_ARENA_IN_AUTO=y")  # takes over from defaults
+    assert setup().placement() == "auto" and len(runs) == 3
+    sdk(project, "sdkconfig.host", "CONFIG_ESPNN_ET_ARENA_IN_PSRAM=y")
+    with pytest.raises(kconfig_glue.KconfigGlueError, match=r"sdkconfig\.host:1: .*needs CONFIG_SPIRAM.*"
+                       r"this board declares no PSRAM; .*-DBOARD_HAS_PSRAM"):
+        setup().values()

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import executorch_espnn as ee
+from devkit.zoo import ZOO
 from executorch_espnn.errors import (
     CalibrationError,
     ExportError,
@@ -20,7 +21,6 @@ from executorch_espnn.payload import Opcode, decode
 from executorch_espnn.payload.state import state_bytes
 from executorch_espnn.pte import delegate_payloads
 from executorch_espnn.report import UNCALIBRATED_WARNING, LoweringReport, build_report
-from tests.zoo import ZOO
 
 
 class _Branchy(torch.nn.Module):
@@ -127,7 +127,7 @@ def _first_quantize(lm: LoweredModel) -> tuple[float, int]:
 
 @pytest.fixture(scope="module")
 def island() -> LoweredModel:
-    from tests.lowered_zoo import lowered_zoo
+    from devkit.lowered_zoo import lowered_zoo
 
     return lowered_zoo("island_net")
 
@@ -140,7 +140,7 @@ def test_island_report_matches_payloads(island: LoweredModel) -> None:
     assert rep.target == "esp32s3"
     abs_ops = [e for e in rep.cpu_ops if e.operator == "aten.abs.default"]
     assert len(abs_ops) == 1 and abs_ops[0].location is not None
-    assert abs_ops[0].location.startswith("zoo.py:") or "tests/zoo.py:" in abs_ops[0].location
+    assert abs_ops[0].location.startswith("zoo.py:") or "devkit/zoo.py:" in abs_ops[0].location
     assert "aten::abs.out" in rep.cpu_kernels
     assert rep.planned_bytes > 0
     # program I/O: float tensors, quantized by the delegate with the payload's own qparams
@@ -224,7 +224,7 @@ def test_already_quantized_program_skips_quantization() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["mobilenet_v2_0.35_96", "ds_cnn_kws"])
 def test_zoo_models_lower_fully(name: str) -> None:
-    from tests.lowered_zoo import lowered_zoo
+    from devkit.lowered_zoo import lowered_zoo
 
     lm = lowered_zoo(name)
     check_report_against_payloads(lm)

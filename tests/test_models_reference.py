@@ -45,14 +45,14 @@ import numpy as np
 import pytest
 import torch
 
+from devkit.lowered_zoo import lowered_zoo
+from devkit.zoo import ZOO
 from executorch_espnn.lowering import LoweredModel
 from executorch_espnn.payload import DType, Opcode, Payload, decode
 from executorch_espnn.payload.format import TENSOR_FLAG_NHWC
 from executorch_espnn.pte import delegate_payloads
 from executorch_espnn.reference import Executor, run_delegate
 from tests.exact_quant import lsb_distance, run_exact
-from tests.lowered_zoo import lowered_zoo
-from tests.zoo import ZOO
 
 pytestmark = pytest.mark.slow
 

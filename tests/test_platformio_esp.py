@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from tests import pio_helpers as h
-from tests import source_helpers as sh
+from devkit import pio_helpers as h
+from devkit import source_helpers as sh
 
 PLAIN_PTE_SCRIPT = """
 import sys, torch

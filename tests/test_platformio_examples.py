@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests import pio_helpers as h
+from devkit import pio_helpers as h
 
 # What the host board's programs may differ from the PyTorch quantized model by, in steps of
 # the output's quantization scale (measured: 0 for all three examples; the delegate is

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import pio_helpers as h
+from devkit import pio_helpers as h
 
 MODEL = """
 import torch

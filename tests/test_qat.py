@@ -18,7 +18,7 @@ from torch import nn
 
 import executorch_espnn as ee
 from executorch_espnn.errors import QuantizerConfigError
-from executorch_espnn.program_info import read_program
+from executorch_espnn.pte import read_program
 from executorch_espnn.quantizer import (
     EspNNQuantizationConfig,
     EspNNQuantizer,

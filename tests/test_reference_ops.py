@@ -17,13 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from executorch_espnn.errors import DelegateInputError
-from executorch_espnn.payload import DType, Opcode, PayloadError, decode
-from executorch_espnn.quant_math import quantize_multiplier, rdbp, requant, softmax_params, srdhm
-from executorch_espnn.reference import KERNELS, Executor, run_delegate
-from executorch_espnn.reference.memory import POISON
-from executorch_espnn.reference.softmax import SOFTMAX_MAX_ROW
-from tests.payload_factory import (
+from devkit.payload_factory import (
     SOFTMAX_Q,
     Case,
     PayloadBuilder,
@@ -35,6 +29,12 @@ from tests.payload_factory import (
     mobilenet_v2_graph,
     softmax_case,
 )
+from executorch_espnn.errors import DelegateInputError
+from executorch_espnn.payload import DType, Opcode, PayloadError, decode
+from executorch_espnn.quant_math import quantize_multiplier, rdbp, requant, softmax_params, srdhm
+from executorch_espnn.reference import KERNELS, Executor, run_delegate
+from executorch_espnn.reference.memory import POISON
+from executorch_espnn.reference.softmax import SOFTMAX_MAX_ROW
 
 CASES = all_cases(seed=0)
 

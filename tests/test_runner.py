@@ -12,11 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from devkit.model_files import render_model
 from executorch_espnn import host
 from executorch_espnn.payload import DType
 from executorch_espnn.payload.format import FORMAT_MAJOR, FORMAT_MINOR
 from executorch_espnn.version import __version__
-from tests.host_helpers import delegated_pte, fc_payload, make_fc_model, render_model
+from tests.host_helpers import delegated_pte, fc_payload, make_fc_model
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPONENT = ROOT / "espnn_component"
@@ -187,7 +188,7 @@ def test_generated_data_is_the_pte(fc_pte: bytes, tmp_path: Path) -> None:
 def test_runner_mobilenet_v2(build_dir: Path, tmp_path: Path) -> None:
     """The host board's runtime on MobileNetV2-0.35/96: the runner's output equals host.run's
     on the same deterministic input (printed: the closing note quotes it)."""
-    from tests.lowered_zoo import lowered_zoo
+    from devkit.lowered_zoo import lowered_zoo
 
     low = lowered_zoo("mobilenet_v2_0.35_96")
     exe = _build_runner(build_dir, _render(low.pte, tmp_path / "gen"))

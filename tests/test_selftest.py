@@ -18,7 +18,7 @@ from torch import nn
 import executorch_espnn as ee
 from executorch_espnn import cli
 from executorch_espnn.errors import OptionValueError, ValidationDataError
-from executorch_espnn.program_info import read_program
+from executorch_espnn.pte import read_program
 from executorch_espnn.reference import run_delegate
 from executorch_espnn.selftest import MAX_CASES, SelfTest
 
@@ -294,7 +294,7 @@ def _self_test(build: Path, gen: Path) -> subprocess.CompletedProcess[str]:
 @pytest.mark.slow
 def test_host_self_test_is_bit_exact_and_reports_a_tampered_value(
         conv_exp: tuple[ee.LoweredModel, Any], tmp_path_factory: pytest.TempPathFactory) -> None:
-    from tests.host_helpers import render_model
+    from devkit.model_files import render_model
 
     low = conv_exp[0]
     assert low.selftest is not None
@@ -321,7 +321,7 @@ def test_host_self_test_is_bit_exact_and_reports_a_tampered_value(
 
 @pytest.mark.slow
 def test_host_self_test_of_a_float_output_and_of_no_cases(tmp_path_factory: pytest.TempPathFactory) -> None:
-    from tests.host_helpers import render_model
+    from devkit.model_files import render_model
 
     torch.manual_seed(0)
     calib = _batches(4, (1, 6), seed=2)

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from tests import source_helpers as sh
+from devkit import source_helpers as sh
 
 sources = sh.builder_module("sources")
 source_step = sh.builder_module("source_step")

@@ -18,7 +18,7 @@ def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_ruff_clean() -> None:
-    proc = _run(["ruff", "check", "--no-cache", "executorch_espnn", "benchmarks", "tests"], ROOT)
+    proc = _run(["ruff", "check", "--no-cache", "executorch_espnn", "devkit", "benchmarks", "tests"], ROOT)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.zoo import ZOO
+from devkit.zoo import ZOO
 
 
 @pytest.mark.parametrize("name", ["ds_cnn_kws", "cumsum_net", "tiny_vit"])
@@ -40,7 +40,7 @@ def test_shapes() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [n for n, z in ZOO.items() if not z.large])
 def test_every_model_lowers(name: str) -> None:
-    from tests.lowered_zoo import lowered_zoo
+    from devkit.lowered_zoo import lowered_zoo
 
     z = ZOO[name]
     lm = lowered_zoo(name)

@@ -2,11 +2,15 @@
 
 The platform folder cannot go on sys.path: its platform.py would shadow Python's `platform`
 module.  So the package is registered by location instead, ahead of any installed copy.
+
+As a program, `python checkout.py PLATFORM_DIR MODULE ARGS...` runs `python -m MODULE ARGS...`
+with that package: how the builder runs the package's tools in a child process.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import runpy
 import sys
 from pathlib import Path
 
@@ -34,3 +38,14 @@ def use_checkout_package(root: Path) -> bool:
     sys.modules[PACKAGE] = module
     spec.loader.exec_module(module)
     return True
+
+
+def main(argv: list[str]) -> None:
+    root, module, *args = argv
+    use_checkout_package(Path(root))
+    sys.argv = [module, *args]
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from . import esp_nn_sources, source_step
-from .render import GENERATED_SUBDIR, TEMPLATES
+from .render import GENERATED_SUBDIR
 
 # Component sources for an Arduino build (the ESP-IDF build reads the component's CMakeLists):
 # what enters a firmware, so not host_espnn/ (the host twin of ESP-NN's API).
@@ -73,23 +73,19 @@ def idf_component_folder(env: Any) -> Path:
     only when the content changes, so a no-op build stays one."""
     import shutil
 
-    import jinja2
+    from executorch_espnn import rendering
 
     comp = component_dir(env)
     folder = Path(env.subst("$BUILD_DIR")) / "executorch" / "components" / IDF_COMPONENT_NAME
     folder.mkdir(parents=True, exist_ok=True)
-    loader = jinja2.FileSystemLoader(str(TEMPLATES / "idf_component"))
-    jenv = jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined,
-                              keep_trailing_newline=True)
+    jenv = rendering.environment()
     component = comp.resolve().as_posix()
     if '"' in component:
         raise ValueError(f"the platform folder {component} contains '\"', which CMake and "
                          "Kconfig cannot quote; move it to a plainer path")
     for name, template in IDF_WRAPPER_FILES.items():
-        text = jenv.get_template(template).render(component_dir=component)
-        path = folder / name
-        if not path.is_file() or path.read_text(encoding="utf8") != text:
-            path.write_text(text, encoding="utf8")
+        text = jenv.get_template(f"idf_component/{template}").render(component_dir=component)
+        rendering.write_if_changed(folder / name, text)
     manifest = comp / "idf_component.yml"
     copy = folder / manifest.name
     if not copy.is_file() or copy.read_bytes() != manifest.read_bytes():

@@ -3,8 +3,10 @@ the env names a model, the component (EspnnModel + delegate + engine + host ESP-
 host memory policy) linked with the ExecuTorch runtime and kernels of the executorch wheel.
 
 The component is compiled by its own CMake project (espnn_component/cmake/host.cmake, target
-`espnn_model`), so its source lists have one home.  The static library is cached per content
-key (component sources, the env's CONFIG_ESPNN_ET_* macros, compiler, ExecuTorch), under
+`espnn_model`), so its source lists have one home, through executorch_espnn.host.build, the
+mechanism executorch_espnn.host's own library is built with (the same source hashing, cmake
+lookup, lock and logged run).  The static library is cached per content key (component sources,
+the env's CONFIG_ESPNN_ET_* macros, compiler, ExecuTorch), under
 $ESPNN_CACHE_DIR/host-runtime/ (default ~/.cache/executorch-espnn/host-runtime/, next to
 executorch_espnn.host's library), and shared by every project with the same configuration: a
 second project or a no-op build costs a few file hashes, not a compile.
@@ -12,15 +14,11 @@ second project or a no-op build costs a few file hashes, not a compile.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import re
 import shutil
-import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,8 +26,6 @@ from typing import Any
 COMPAT_DIR = ("espnn_component", "arduino_host")
 LIB_TARGET = "espnn_model"
 LIB_FILE = "libespnn_model.a"
-_SOURCE_DIRS = ("adapter", "cmake", "engine", "host_espnn", "include", "memory", "runtime", "pal")
-_SOURCE_SUFFIXES = {".c", ".cc", ".cpp", ".h", ".hpp", ".cmake", ".in", ".txt", ".S"}
 _ET_LIBS = ("executorch", "executorch_kernels_optimized", "executorch_kernels_quantized")
 
 
@@ -51,29 +47,17 @@ class RuntimeBuild:
     cc: str
     cxx: str
 
-    def source_files(self) -> list[Path]:
-        files = [self.component / "CMakeLists.txt"]
-        for sub in _SOURCE_DIRS:
-            root = self.component / sub
-            if root.is_dir():
-                files += sorted(
-                    p for p in root.rglob("*") if p.is_file() and p.suffix in _SOURCE_SUFFIXES
-                )
-        return files
-
     def key(self) -> str:
+        from executorch_espnn.host import build as hb
+
         h = hashlib.sha256()
-        for path in self.source_files():
-            h.update(path.relative_to(self.component).as_posix().encode() + b"\0")
-            h.update(hashlib.sha256(path.read_bytes()).digest())
+        hb.hash_sources(h, self.component)
         if self.config_header is not None:
             # the macros only: the header's comment names the project's sdkconfig files, and
             # two projects with the same configuration share one library
             lines = self.config_header.read_text(encoding="utf8").splitlines()
             h.update("\n".join(ln for ln in lines if ln.startswith("#define")).encode())
-        for part in (self.cc, self.cxx, str(self.executorch_dir), _et_version(self.executorch_dir)):
-            h.update(part.encode() + b"\0")
-        return h.hexdigest()[:20]
+        return hb.hash_parts(h, (self.cc, self.cxx, str(self.executorch_dir), _et_version(self.executorch_dir)))
 
 
 def _et_version(et_dir: Path) -> str:
@@ -81,112 +65,35 @@ def _et_version(et_dir: Path) -> str:
     return vfile.read_text(encoding="utf8") if vfile.is_file() else "unknown"
 
 
-def executorch_dir() -> Path:
-    import importlib.util
-
-    spec = importlib.util.find_spec("executorch")
-    if spec is None or not spec.submodule_search_locations:
-        raise HostBuildFailure(
-            "the executorch wheel is not installed in PlatformIO's Python; install with: "
-            f'"{sys.executable}" -m pip install "executorch==1.5.1"'
-        )
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
-def _cmake() -> str:
-    try:
-        import cmake as cmake_pkg  # the pip cmake: the wheel's CMake package needs >= 3.28
-
-        return str(Path(cmake_pkg.CMAKE_BIN_DIR) / "cmake")
-    except ImportError:
-        found = shutil.which("cmake")
-        if found is None:
-            raise HostBuildFailure(
-                "cmake is not installed in PlatformIO's Python; install with: "
-                f'"{sys.executable}" -m pip install "cmake>=3.28"'
-            ) from None
-        return found
-
-
-@contextlib.contextmanager
-def _lock(path: Path) -> Iterator[None]:
-    import fcntl
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-
-
-def _run(cmd: list[str], log: Path, what: str, env: dict[str, str]) -> None:
-    with log.open("a") as out:
-        out.write("$ " + " ".join(cmd) + "\n")
-        out.flush()
-        rc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, check=False).returncode
-    if rc != 0:
-        tail = "\n".join(log.read_text(errors="replace").splitlines()[-25:])
-        raise HostBuildFailure(f"{what} failed (exit {rc}); full log: {log}\n{tail}")
-
-
 def build_runtime(rb: RuntimeBuild) -> Path:
     """The cached libespnn_model.a for this configuration, building it when missing."""
-    key = rb.key()
-    final = rb.cache_root / key
-    lib = final / LIB_FILE
-    if lib.is_file():
-        return lib
-    with _lock(rb.cache_root / f"{key}.lock"):
-        if lib.is_file():
-            return lib
-        print("Building the executorch-espnn host runtime (once per configuration)...", flush=True)
-        work = Path(tempfile.mkdtemp(prefix=f"{key}.tmp-", dir=rb.cache_root))
-        log = work / "build.log"
-        env = dict(os.environ, CC=rb.cc, CXX=rb.cxx)
-        flags = f"-I{rb.config_header.parent}" if rb.config_header is not None else ""
-        cmake = _cmake()
-        generator = ["-G", "Ninja"] if shutil.which("ninja") else []
-        try:
-            _run(
-                [cmake, "-S", str(rb.component), "-B", str(work / "build"), *generator,
-                 "-DCMAKE_BUILD_TYPE=Release", f"-DCMAKE_PREFIX_PATH={rb.executorch_dir}",
-                 f"-DCMAKE_C_FLAGS={flags}", f"-DCMAKE_CXX_FLAGS={flags}"],
-                log, "configuring the host runtime (cmake)", env,
-            )
-            _run(
-                [cmake, "--build", str(work / "build"), "--target", LIB_TARGET,
-                 "--parallel", str(os.cpu_count() or 2)],
-                log, "building the host runtime", env,
-            )
-            built = next((work / "build").rglob(LIB_FILE), None)
-            if built is None:
-                raise HostBuildFailure(f"the runtime build produced no {LIB_FILE}; log: {log}")
-            staged = work / "out"
-            staged.mkdir()
-            shutil.copy2(built, staged / LIB_FILE)
-            shutil.copy2(log, staged / "build.log")
-            if final.exists():
-                shutil.rmtree(final)
-            os.replace(staged, final)  # atomic: other builds see no library or a whole one
-        except HostBuildFailure:
-            kept = rb.cache_root / f"{key}.failed.log"
-            shutil.copy2(log, kept)
-            raise
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-    return lib
+    from executorch_espnn.host import build as hb
+
+    flags = f"-I{rb.config_header.parent}" if rb.config_header is not None else ""
+    b = hb.CMakeBuild(
+        source=rb.component,
+        target=LIB_TARGET,
+        artifact=LIB_FILE,
+        what="host runtime",
+        configure_args=("-DCMAKE_BUILD_TYPE=Release", f"-DCMAKE_PREFIX_PATH={rb.executorch_dir}",
+                        f"-DCMAKE_C_FLAGS={flags}", f"-DCMAKE_CXX_FLAGS={flags}"),
+        env={"CC": rb.cc, "CXX": rb.cxx},
+        parallel=os.cpu_count() or 2,
+        announce="Building the executorch-espnn host runtime (once per configuration)...",
+    )
+    return hb.build_cached(b, rb.cache_root, rb.key())
 
 
 def _link_runtime(env: Any, root: Path) -> None:
+    from executorch_espnn.host import build as hb
+
     kconf = env.get("ESPNN_KCONFIG")
     header = (kconf.out_dir / "espnn_sdkconfig.h") if kconf is not None else None
-    et = executorch_dir()
+    et = hb.executorch_dir()
     rb = RuntimeBuild(
         component=root / "espnn_component",
         config_header=header if header is not None and header.is_file() else None,
-        cache_root=cache_root(),
+        cache_root=hb.cache_dir() / "host-runtime",
         executorch_dir=et,
         cc=shutil.which("gcc") or "cc",
         cxx=shutil.which("g++") or "c++",
@@ -215,15 +122,6 @@ def pal_symbols(component: Path) -> list[str]:
     return m.group(1).split()
 
 
-def cache_root() -> Path:
-    """Where runtime libraries are kept: next to executorch_espnn.host's library, in
-    $ESPNN_CACHE_DIR or ~/.cache/executorch-espnn (host.cache_dir(), not imported here: it
-    pulls in numpy, and a no-op build should not)."""
-    shared = os.environ.get("ESPNN_CACHE_DIR")
-    base = Path(shared) if shared else Path.home() / ".cache" / "executorch-espnn"
-    return base / "host-runtime"
-
-
 def configure(env: Any) -> None:
     platform = env.PioPlatform()
     root = Path(platform.get_dir())
@@ -241,7 +139,9 @@ def configure(env: Any) -> None:
         env.BuildSources(str(Path(env.subst("$BUILD_DIR")) / "espnn_host"), str(compat))
     if env.get("ESPNN_MODEL_INFO") is None:
         return  # no model in this env: a plain sketch needs no runtime
+    from executorch_espnn.errors import HostBuildError
+
     try:
         _link_runtime(env, root)
-    except HostBuildFailure as exc:
+    except (HostBuildFailure, HostBuildError) as exc:
         _fail(env, str(exc))

@@ -1,18 +1,21 @@
-"""The component's Kconfig for builds that are not ESP-IDF (host, Arduino): glue around
-executorch_espnn.kconfig, which owns the resolution and the header format.
+"""The component's Kconfig for builds that are not ESP-IDF (host, Arduino): the builder's side
+of executorch_espnn.kconfig, which owns the resolution, the header format and menuconfig.
 
 ESP-IDF resolves espnn_component/Kconfig itself and shows it in its menuconfig.  Elsewhere the
 project's sdkconfig.<env> (written by `pio run -t menuconfig`) or, when there is none,
 sdkconfig.defaults, is resolved by kconfiglib into the same CONFIG_ESPNN_ET_* macros, written
 as $BUILD_DIR/executorch/config/espnn_sdkconfig.h, which espnn_config.h includes.
+
+The resolver runs as a child process (`python -m executorch_espnn.kconfig`, with the platform
+checkout's package when there is one), like the lowering: SCons never imports kconfiglib.  It
+reports every file it read; the stamp keeps that list, so a no-op build hashes exactly those
+files and runs nothing.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
-import os
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -24,31 +27,12 @@ PSRAM_HINT = (
     "on an ESP board with PSRAM add `build_flags = -DBOARD_HAS_PSRAM` to the env; "
     "the host board has none"
 )
+RUNNER = Path(__file__).resolve().with_name("checkout.py")  # runs a module of the checkout's package
+MODULE = "executorch_espnn.kconfig"
 
 
 class KconfigGlueError(Exception):
     """One line for the build to print."""
-
-
-def _kconfig_module() -> Any:
-    try:
-        from executorch_espnn import kconfig
-    except ImportError as exc:
-        raise KconfigGlueError(
-            f"PlatformIO's Python cannot import executorch_espnn.kconfig ({exc}); install with: "
-            f'"{sys.executable}" -m pip install executorch-espnn'
-        ) from exc
-    return kconfig
-
-
-def _resolver_files() -> list[Path]:
-    """executorch_espnn/kconfig.py and its templates, found without importing them."""
-    spec = importlib.util.find_spec("executorch_espnn")
-    if spec is None or not spec.submodule_search_locations:
-        return []
-    pkg = Path(next(iter(spec.submodule_search_locations)))
-    templates = pkg.parent / "templates" / "kconfig"
-    return [pkg / "kconfig.py", *sorted(templates.glob("*.j2"))]
 
 
 @dataclass
@@ -58,6 +42,8 @@ class KconfigSetup:
     sdkconfig: Path  # <project>/sdkconfig.<env>
     defaults: Path  # <project>/sdkconfig.defaults
     has_psram: bool
+    platform_dir: Path  # whose executorch_espnn resolves, when it is a checkout
+    python: str  # PlatformIO's Python ($PYTHONEXE)
     _values: dict[str, Any] | None = field(default=None, repr=False)
 
     def config_files(self) -> list[Path]:
@@ -72,16 +58,26 @@ class KconfigSetup:
         # when the board declares PSRAM (BOARD_HAS_PSRAM), off otherwise (the host has none).
         return {"SPIRAM": self.has_psram}
 
-    def _inputs_key(self) -> str:
-        """Hash of everything the resolution and the header depend on, so that a no-op build
-        neither imports kconfiglib and jinja2 nor parses the Kconfig."""
+    def command(self, action: str, *extra: str) -> list[str]:
+        """The resolver's command line for `header` or `menuconfig`."""
+        cmd = [self.python, str(RUNNER), str(self.platform_dir), MODULE, action,
+               "--kconfig", str(self.component_kconfig)]
+        for path in self.config_files():
+            cmd += ["--config", str(path)]
+        for name, value in self.overrides().items():
+            cmd += ["--set", f"{name}={'y' if value else 'n'}"]
+        return [*cmd, *extra]
+
+    def _key(self, inputs: list[str]) -> str:
+        """Hash of everything the header depends on: the files the resolver read last time,
+        which sdkconfig files apply now, the overrides and the command."""
         h = hashlib.sha256()
-        inputs = [self.component_kconfig, *_resolver_files(), *self.config_files()]
-        for path in inputs:
-            h.update(str(path).encode() + b"\0")
+        for name in inputs:
+            path = Path(name)
+            h.update(name.encode() + b"\0")
             h.update(path.read_bytes() if path.is_file() else b"<missing>")
             h.update(b"\0")
-        h.update(json.dumps(self.overrides(), sort_keys=True).encode())
+        h.update(json.dumps(self.command("header"), sort_keys=True).encode())
         return h.hexdigest()
 
     @property
@@ -95,43 +91,56 @@ class KconfigSetup:
     def _cached(self) -> dict[str, Any] | None:
         try:
             data = json.loads(self._stamp.read_text(encoding="utf8"))
-        except (OSError, ValueError):
-            return None
-        if data.get("key") != self._inputs_key() or not self.header.is_file():
+            if data["key"] != self._key(list(data["inputs"])) or not self.header.is_file():
+                return None
+        except (OSError, ValueError, KeyError, TypeError):
             return None
         values: dict[str, Any] = data["values"]
         return values
 
+    def _resolve(self) -> dict[str, Any]:
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self._stamp.unlink(missing_ok=True)
+        proc = subprocess.run(
+            self.command("header", "--header", str(self.header), "--json", str(self._stamp)),
+            capture_output=True, text=True, errors="replace", check=False,
+        )
+        if proc.returncode != 0:
+            raise KconfigGlueError(self._failure(proc.returncode, proc.stderr))
+        data = json.loads(self._stamp.read_text(encoding="utf8"))
+        data["key"] = self._key(list(data["inputs"]))
+        self._stamp.write_text(json.dumps(data, sort_keys=True), encoding="utf8")
+        values: dict[str, Any] = data["values"]
+        return values
+
+    def _failure(self, rc: int, stderr: str) -> str:
+        lines = stderr.strip().splitlines()
+        errors = [ln[len("Error: "):] for ln in lines if ln.startswith("Error: ")]
+        if errors:  # a KconfigError: already one line naming file and fix
+            message = errors[-1]
+            if not self.has_psram and "CONFIG_SPIRAM" in message:
+                message += f" (this board declares no PSRAM; {PSRAM_HINT})"
+            return message
+        last = lines[-1] if lines else f"exit code {rc}"
+        if "ModuleNotFoundError" in last or "ImportError" in last:
+            return (
+                f"PlatformIO's Python cannot import {MODULE} ({last}); install with: "
+                f'"{sys.executable}" -m pip install executorch-espnn'
+            )
+        return f"resolving {self.component_kconfig} failed: {last}"
+
     def values(self) -> dict[str, Any]:
+        """The resolved CONFIG_ESPNN_ET_* values; espnn_sdkconfig.h is current afterwards
+        (rendered again only when its inputs changed)."""
         if self._values is None:
             self._values = self._cached()
         if self._values is None:
-            kconfig = _kconfig_module()
-            try:
-                self._values = dict(
-                    kconfig.resolve(self.component_kconfig, self.config_files(), self.overrides())
-                )
-            except Exception as exc:  # KconfigError: already one line naming file and fix
-                message = str(exc)
-                if not self.has_psram and "CONFIG_SPIRAM" in message:
-                    message += f" (this board declares no PSRAM; {PSRAM_HINT})"
-                raise KconfigGlueError(message) from exc
+            self._values = self._resolve()
         return self._values
 
     def write_header(self) -> Path:
-        """espnn_sdkconfig.h for this env; rendered only when its inputs changed."""
-        if self._cached() is not None:
-            self._values = self._cached()
-            return self.header
-        values = self.values()
-        kconfig = _kconfig_module()
-        kconfig.render_header(
-            values, self.header, kconfig=self.component_kconfig, sources=self.config_files()
-        )
-        self._stamp.write_text(
-            json.dumps({"key": self._inputs_key(), "values": values}, sort_keys=True),
-            encoding="utf8",
-        )
+        """espnn_sdkconfig.h for this env."""
+        self.values()
         return self.header
 
     def placement(self) -> str:
@@ -144,16 +153,6 @@ class KconfigSetup:
 
     def internal_cap(self) -> int:
         return int(self.values().get(PREFIX + "INTERNAL_RAM_CAP", 0) or 0)
-
-    def macros(self) -> dict[str, str]:
-        out = {}
-        for name, value in self.values().items():
-            if isinstance(value, bool):
-                if value:
-                    out[name] = "1"
-            else:
-                out[name] = str(value)
-        return out
 
 
 def board_has_psram(env: Any) -> bool:
@@ -176,31 +175,17 @@ def for_env(env: Any, platform_dir: Path) -> KconfigSetup | None:
         sdkconfig=project / f"sdkconfig.{env['PIOENV']}",
         defaults=project / "sdkconfig.defaults",
         has_psram=board_has_psram(env),
+        platform_dir=platform_dir,
+        python=env.subst("$PYTHONEXE"),
     )
 
 
-def run_menuconfig(setup: KconfigSetup, python: str) -> int:
-    """kconfiglib's menuconfig in this terminal over the same Kconfig, saved to sdkconfig.<env>."""
-    import kconfiglib
-
-    kconfig = _kconfig_module()
-    wrapper = Path(
-        kconfig.standalone_kconfig(
-            setup.component_kconfig, setup.out_dir, spiram_default=setup.has_psram
-        )
+def run_menuconfig(setup: KconfigSetup) -> int:
+    """kconfiglib's menuconfig in this terminal over the same Kconfig, saved to sdkconfig.<env>
+    (started from sdkconfig.defaults, as ESP-IDF does: executorch_espnn.kconfig.menuconfig)."""
+    return subprocess.call(
+        setup.command("menuconfig", "--out-dir", str(setup.out_dir), "--sdkconfig", str(setup.sdkconfig))
     )
-    if not setup.sdkconfig.is_file():  # start from sdkconfig.defaults, as ESP-IDF does
-        kconf = kconfiglib.Kconfig(str(wrapper), warn_to_stderr=False)
-        kconf.warn_assign_undef = False
-        for p in setup.config_files():
-            kconf.load_config(str(p))
-        for name, value in setup.overrides().items():
-            kconf.syms[name].set_value("y" if value else "n")
-        kconf.write_config(str(setup.sdkconfig), save_old=False)
-    env = dict(os.environ)
-    env["KCONFIG_CONFIG"] = str(setup.sdkconfig)
-    env.setdefault("MENUCONFIG_STYLE", "aquatic")
-    return subprocess.call([python, "-m", "menuconfig", str(wrapper)], env=env)
 
 
 def add_menuconfig_target(env: Any, setup: KconfigSetup | None) -> None:
@@ -210,7 +195,7 @@ def add_menuconfig_target(env: Any, setup: KconfigSetup | None) -> None:
         if setup is None:
             sys.stderr.write("Error: espnn_component/Kconfig not found in the platform folder\n")
             return 1
-        return run_menuconfig(setup, env.subst("$PYTHONEXE"))
+        return run_menuconfig(setup)
 
     AlwaysBuild(env.Alias("menuconfig", None, env.VerboseAction(action, "Running menuconfig...")))
 

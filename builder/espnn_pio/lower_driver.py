@@ -2,9 +2,11 @@
 
 Run by the builder as `$PYTHONEXE lower_driver.py --model ... --out $BUILD_DIR/executorch ...`
 so that torch is imported in a child process, never in SCons itself.  Writes only into --out:
-model.pte, report.json/report.txt (from the lowering), selftest.npz (with
-custom_executorch_selftest), model_pte.h, model_pte.c, CMakeLists.txt (the ESP-IDF component of
-the generated files) and model_info.json (what the builder prints and checks).
+model.pte, report.json, report.txt and selected_operators.yaml (the lowering's, as
+`python -m executorch_espnn build` writes them; none for a ready .pte), selftest.npz (with
+custom_executorch_selftest), espnn_model/ (the generated model_pte.h, model_pte_data.S and the
+CMakeLists.txt that makes them an ESP-IDF component) and model_info.json (what the builder
+prints and checks).
 
 Exit codes: 0 ok; 2 the model or the lowering failed (stderr's last line says why);
 3 a Python package is missing from PlatformIO's Python (the line gives the pip command).
@@ -116,19 +118,26 @@ def lower(args: argparse.Namespace, out: Path) -> None:
 def versions() -> dict[str, str]:
     import executorch.version
 
-    et = str(executorch.version.__version__).split("+", 1)[0]  # "1.5.1+cpu" -> "1.5.1"
-    try:
-        from executorch_espnn.payload import format as fmt
-        from executorch_espnn.version import __version__ as pkg
+    from executorch_espnn.payload import format as fmt
+    from executorch_espnn.version import __version__ as pkg
 
-        major, minor = int(fmt.FORMAT_MAJOR), int(fmt.FORMAT_MINOR)
-    except ImportError:  # a ready .pte used without the package: stamp what the .pte says
-        pkg, major, minor = "unknown", 0, 0
+    et = str(executorch.version.__version__).split("+", 1)[0]  # "1.5.1+cpu" -> "1.5.1"
+    major, minor = int(fmt.FORMAT_MAJOR), int(fmt.FORMAT_MINOR)
     return {"executorch": et, "package": str(pkg), "format_major": str(major), "format_minor": str(minor)}
 
 
+def _needs_package(what: str, exc: ImportError) -> StepFailure:
+    return StepFailure(
+        f"{what} needs the executorch_espnn package ({exc}); install "
+        f'it with: "{sys.executable}" -m pip install executorch-espnn'
+    )
+
+
 def describe(out: Path) -> dict[str, Any]:
-    from espnn_pio import pte_meta
+    try:
+        from espnn_pio import pte_meta  # reads the program with executorch_espnn.pte
+    except ImportError as exc:
+        raise _needs_package("reading the .pte", exc) from exc
 
     pte = (out / "model.pte").read_bytes()
     try:
@@ -160,10 +169,7 @@ def measure_pools(pte: bytes, method: str) -> dict[str, int]:
         from executorch_espnn import host
         from executorch_espnn.errors import EspNNError
     except ImportError as exc:
-        raise StepFailure(
-            f"measuring the model's memory needs the executorch_espnn package ({exc}); install "
-            f'it with: "{sys.executable}" -m pip install executorch-espnn'
-        ) from exc
+        raise _needs_package("measuring the model's memory", exc) from exc
     progress(
         "measuring the memory pools (the program loaded once on this computer; the first time "
         "builds executorch_espnn's host library, about a minute) ..."

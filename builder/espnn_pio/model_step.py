@@ -121,7 +121,9 @@ def cache_key(opts: ModelOptions, platform_dir: Path) -> dict[str, Any]:
         if pkg_dir is not None
         else {"version": _module_version("executorch_espnn")}
     )
-    templates = render.TEMPLATES
+    from executorch_espnn.rendering import templates_dir  # after setup() chose the package
+
+    templates = templates_dir()
     return {
         "model": _sha256_file(opts.model),
         "calibration": _sha256_file(opts.calibration) if opts.calibration else None,

@@ -1,4 +1,4 @@
-"""Render the generated model files from templates/ with jinja2.
+"""Render the generated model files from templates/, through executorch_espnn.rendering.
 
 `model_info` merges what the .pte says (sizes, inputs/outputs, planned buffers) with the
 lowering report (delegate arena/state/weights, names, quantization) into one JSON-able dict,
@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
-
-TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 
 # Generated file -> template: the descriptor (header) and the bytes (.incbin in the .S).
 OUTPUTS = {
@@ -95,19 +93,6 @@ def model_info(
     }
 
 
-def _c_string(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _c_float(x: float) -> str:
-    text = repr(float(x))  # shortest round-trip form
-    if "inf" in text or "nan" in text:
-        raise ValueError(f"non-finite quantization scale {x}")
-    if "." not in text and "e" not in text:
-        text += ".0"
-    return text + "f"
-
-
 def _asm_path(p: Path) -> str:
     text = str(p).replace("\\", "/")
     if '"' in text or "\n" in text:
@@ -130,17 +115,9 @@ def selftest_summary(selftest: dict[str, Any] | None) -> dict[str, Any]:
 def write_all(info: dict[str, Any], out: Path, selftest: dict[str, Any] | None = None) -> list[Path]:
     """Render into out/espnn_model/ (the .pte stays at out/model.pte).  ``selftest``: the
     context of the embedded self-test table (``SelfTest.to_context()``), None for none."""
-    import jinja2
+    from executorch_espnn import rendering
 
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["c_string"] = _c_string
-    env.filters["c_float"] = _c_float
+    env = rendering.environment()
     ctx = dict(info)
     ctx["pte_path"] = _asm_path((out / "model.pte").resolve())
     ctx["selftest"] = selftest if selftest and selftest.get("n_cases") else None
@@ -148,9 +125,7 @@ def write_all(info: dict[str, Any], out: Path, selftest: dict[str, Any] | None =
     gen = out / GENERATED_SUBDIR
     gen.mkdir(parents=True, exist_ok=True)
     for name, template in OUTPUTS.items():
-        text = env.get_template(template).render(**ctx)
         path = gen / name
-        if not path.is_file() or path.read_text(encoding="utf8") != text:
-            path.write_text(text, encoding="utf8")
+        rendering.write_if_changed(path, env.get_template(template).render(**ctx))
         written.append(path)
     return written

@@ -18,13 +18,15 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import jinja2
-
+from .. import rendering
 from . import format as spec
 
+if TYPE_CHECKING:
+    import jinja2
+
 ROOT = Path(__file__).resolve().parents[2]
-TEMPLATES = ROOT / "templates"
 COMMAND = "python -m executorch_espnn.payload.ctables"
 
 # generated file (relative to the checkout) -> its template (relative to templates/)
@@ -116,16 +118,8 @@ def _tables() -> tuple[list[_ParamArray], list[_Spec]]:
 
 
 def _environment() -> jinja2.Environment:
-    # The configuration every generated file of the project uses (undefined names are errors,
-    # block tags take their line, the final newline stays, nothing is escaped).
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-    )
+    # the project's one configuration (executorch_espnn.rendering), plus the C tables' filters
+    env = rendering.environment()
     env.filters.update(hex=_hex, c_int=_c_int, pow2_long=_pow2_long)
     return env
 

@@ -24,13 +24,12 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import DelegateInputError
+from ..pte import BACKEND_ID
 from . import run_delegate
 
 if TYPE_CHECKING:
     import torch
     from torch.export import ExportedProgram
-
-BACKEND_ID = "EspNNDelegateBackend"
 
 
 def _is_delegate_call(target: object) -> bool:

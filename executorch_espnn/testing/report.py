@@ -26,7 +26,6 @@ PASS = ("delegated", "partial", "fallback")
 BAD = ("failed", "xpassed", "unverified", "crashed")
 ORDER = (*PASS, "known-failure", "skipped", *BAD)
 TEMPLATE = "backend_suite_results.md.j2"
-TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 
 #: The operator files of ExecuTorch's suite that exercise an operator family
 #: EspNNDelegateBackend delegates (the rest test operators we leave to the CPU).
@@ -242,19 +241,12 @@ def summarize(runs: Sequence[Run], our_flow: str = "espnn") -> Summary:
 
 
 def render_markdown(summary: Summary) -> str:
-    import jinja2
+    from .. import rendering
 
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        autoescape=False,
-    )
-    try:
-        template = env.get_template(TEMPLATE)
-    except jinja2.TemplateNotFound:
-        raise ResultsError(f"the template {TEMPLATES / TEMPLATE} is missing; run from a complete checkout") from None
-    return template.render(s=summary, PASS=PASS, ORDER=ORDER, pct=_pct)
+    path = rendering.templates_dir() / TEMPLATE
+    if not path.is_file():
+        raise ResultsError(f"the template {path} is missing; run from a complete checkout")
+    return rendering.render(TEMPLATE, s=summary, PASS=PASS, ORDER=ORDER, pct=_pct)
 
 
 def _pct(counts: Counts | None) -> str:

@@ -201,7 +201,7 @@ def missing_cpu_kernels(pte: bytes) -> list[str]:
     ``UNSUPPORTED_PORTABLE_OPS``, is incomplete)."""
     from executorch.extension.pybindings.portable_lib import _get_operator_names
 
-    from ..program_info import read_program
+    from ..pte import read_program
 
     registered = set(_get_operator_names())
     used = {k.op for k in read_program(pte).kernel_calls}

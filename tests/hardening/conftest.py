@@ -8,7 +8,7 @@ import pytest
 
 
 def _lower(name: str, out: Path) -> Path:
-    from tests.lowered_zoo import lowered_zoo
+    from devkit.lowered_zoo import lowered_zoo
 
     low = lowered_zoo(name)
     return low.save(out / f"{name}.pte")

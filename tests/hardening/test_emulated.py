@@ -27,7 +27,7 @@ EMULATED = list(targets.EMULATED)
 GOLDEN = {**targets.TARGETS, targets.CORTEX_M7.name: targets.CORTEX_M7}
 SMOKE = targets.EMU / "smoke.c"
 LIBGCC_CHECK = Path(__file__).resolve().parent / "c" / "libgcc_extra_check.c"
-GOLDEN_SOURCE = "tests/payload_factory.py all_cases(seed=0)"
+GOLDEN_SOURCE = "devkit/payload_factory.py all_cases(seed=0)"
 RUNS_PER_CASE = 4  # in place twice, constants copy, odd address (emulated/golden_main.c)
 
 
@@ -148,7 +148,7 @@ def test_golden_run_fails_on_a_wrong_expected_byte(name: str, cases: list[golden
 @pytest.mark.slow
 @pytest.mark.parametrize("name", TARGET_NAMES)
 def test_golden_mobilenet_v2_bit_exact(name: str, tmp_path: Path) -> None:
-    from tests.payload_factory import mobilenet_v2_case
+    from devkit.payload_factory import mobilenet_v2_case
 
     m = mobilenet_v2_case()
     case = golden.make_case(m.name, m.payload, m.inputs)

@@ -166,7 +166,7 @@ def _patch_payload(pte: bytes, index: int, fmt: tuple[int, int] | None = None,
 
 
 def test_payload_versions_each_direction_through_host_run(island_pte: Path) -> None:
-    from tests.zoo import ZOO
+    from devkit.zoo import ZOO
 
     pte = island_pte.read_bytes()
     x = ZOO["island_net"].example_inputs()[0].numpy().astype(np.float32)

@@ -38,8 +38,8 @@ class Program:
 
 @pytest.fixture(scope="module")
 def program(island_pte: Path) -> Program:
+    from devkit.zoo import ZOO
     from executorch_espnn.pte import delegate_payloads
-    from tests.zoo import ZOO
 
     pte = island_pte.read_bytes()
     payloads = delegate_payloads(pte)

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
+from devkit.payload_factory import all_cases
 from executorch_espnn.payload import Opcode, PayloadError, decode
 from executorch_espnn.payload.format import FORMAT_MINOR
 from fuzz import build
 from tests.hardening.surgery import Surgeon
-from tests.payload_factory import all_cases
 
 Edit = Callable[[Surgeon], Surgeon]
 

@@ -5,7 +5,7 @@ download and no torchvision, and comes with deterministic example inputs and cal
 batches.  Batch-norm statistics are measured on deterministic data, so activations have the
 ranges of a trained network rather than exploding or vanishing through random layers.
 
-    from tests.zoo import ZOO
+    from devkit.zoo import ZOO
     entry = ZOO["mobilenet_v2_0.35_96"]
     m, ex, calib = entry.model(), entry.example_inputs(), entry.calibration_data(8)
 """

@@ -10,8 +10,8 @@ from __future__ import annotations
 import functools
 
 import executorch_espnn as ee
+from devkit.zoo import ZOO
 from executorch_espnn.lowering import LoweredModel
-from tests.zoo import ZOO
 
 
 @functools.cache

@@ -263,7 +263,7 @@ def _package(path: Path, name: str, version: str, kind: str) -> None:
 
 def write_standin_sources(core: Path, work: Path) -> dict[str, str]:
     """Stand-in ExecuTorch/flatbuffers/ESP-NN trees for the ESP builds, recorded in `core`."""
-    from tests import source_helpers as sh
+    from devkit import source_helpers as sh
 
     trees = {
         "EXECUTORCH_SOURCE_DIR": str(sh.executorch_tree(work / "sources" / "executorch")),

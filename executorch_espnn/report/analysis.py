@@ -1,0 +1,328 @@
+"""The report's figures, derived from the bytes of the ``.pte`` (read by executorch_espnn.pte)
+and of each decoded delegate payload, plus the partitioner's decisions when there are any."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ..decisions import OpDecision
+from ..errors import PteError
+from ..payload import DType, Opcode, Payload, PayloadError, Storage, decode
+from ..payload.state import state_bytes
+from ..pte import BACKEND_ID, SCALAR_TYPES, DelegateCallInfo, ProgramInfo, TensorDecl, read_program
+from .records import FastPathLayer, LoweringReport, OpEntry, PartitionReport, TensorSpec
+
+# the engine runs depthwise convolutions whose padded input is taller or wider than this on its
+# own kernel (ESP-NN indexes the padded input with int16_t; engine/ops/depthwise_conv2d.c)
+DW_MAX_SPAN = 32767
+
+UNCALIBRATED_WARNING = (
+    "not calibrated: accuracy unknown, pass calibration data (calibration= in lower(), "
+    "calibration_data() in the model file, or --calibration data.npz)"
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# payload analysis
+
+
+def _payload_specs(p: Payload, ids: Sequence[int], prefix: str) -> tuple[TensorSpec, ...]:
+    out = []
+    for k, tid in enumerate(ids):
+        t = p.tensors[tid]
+        quant = t.dtype == DType.INT8
+        out.append(TensorSpec(f"{prefix}{k}", tuple(t.dims), t.dtype.numpy_name,
+                              t.scale if quant else None, t.zero_point if quant else None,
+                              "input" if quant else None))
+    return tuple(out)
+
+
+def arena_peak(p: Payload) -> int:
+    """The largest sum of live arena bytes at any op (scratch included), from the op list.
+
+    Computed from dataflow alone (who writes, who reads last), not from the planner's
+    offsets, except to recognise in-place ops: an output at exactly the offset and size of
+    an input that dies at that op counts once."""
+    n = len(p.ops)
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    for i, op in enumerate(p.ops):
+        for tid in op.inputs:
+            if tid is not None and p.tensors[tid].storage == Storage.ARENA:
+                last[tid] = i
+        if p.tensors[op.output].storage == Storage.ARENA:
+            first[op.output] = i
+            last.setdefault(op.output, i)
+    live = [0] * n
+    for tid, f in first.items():
+        for i in range(f, max(last[tid], f) + 1):
+            live[i] += p.tensors[tid].nbytes
+    for i, op in enumerate(p.ops):
+        live[i] += op.scratch_size
+        out = p.tensors[op.output]
+        if out.storage != Storage.ARENA:
+            continue
+        for tid in op.inputs:
+            if tid is None:
+                continue
+            t = p.tensors[tid]
+            if (t.storage == Storage.ARENA and last.get(tid) == i and t.offset == out.offset
+                    and t.nbytes == out.nbytes):
+                live[i] -= out.nbytes
+                break
+    return max(live, default=0)
+
+
+def _hwc(dims: tuple[int, ...]) -> str:
+    return "x".join(str(d) for d in (dims[1:] if len(dims) == 4 else dims))
+
+
+def _conv_layer(part: int, i: int, p: Payload) -> FastPathLayer | None:
+    op = p.ops[i]
+    if op.opcode not in (Opcode.CONV2D, Opcode.DEPTHWISE_CONV2D, Opcode.FULLY_CONNECTED):
+        return None
+    x_id, w_id = op.inputs[0], op.inputs[1]
+    assert x_id is not None and w_id is not None
+    x, w, y = p.tensors[x_id], p.tensors[w_id], p.tensors[op.output]
+    shape = f"{_hwc(x.dims)} -> {_hwc(y.dims)}"
+    pr = op.params
+    if op.opcode == Opcode.FULLY_CONNECTED:
+        out_f, k = w.dims
+        rows = x.numel // k
+        macs = rows * out_f * k
+        layer = f"fc {k}->{out_f}" + (f" x{rows} rows" if rows > 1 else "")
+        aligned = x.storage != Storage.ARENA or x.offset % 16 == 0
+        if k < 16:
+            return FastPathLayer(part, i, layer, shape, macs, False, f"row_len {k} < 16: ESP-NN's s16 fallback")
+        if not aligned:
+            return FastPathLayer(part, i, layer, shape, macs, False, "input not 16-byte aligned")
+        if rows > 1 and k % 16:
+            return FastPathLayer(part, i, layer, shape, macs, False,
+                                 f"{rows} rows of {k} bytes: rows after the first are not 16-byte aligned")
+        return FastPathLayer(part, i, layer, shape, macs, True, "row_len >= 16, input 16-byte aligned")
+    n, oh, ow, cout = y.dims
+    kh, kw = w.dims[1], w.dims[2]
+    sh, sw = pr["stride_h"], pr["stride_w"]
+    dilated = pr["dilation_h"] != 1 or pr["dilation_w"] != 1
+    pads = any(pr[k] for k in ("pad_top", "pad_left", "pad_bottom", "pad_right"))
+    if op.opcode == Opcode.DEPTHWISE_CONV2D:
+        m = pr["ch_mult"]
+        cin = x.dims[3]
+        macs = n * oh * ow * cout * kh * kw
+        layer = f"depthwise {kh}x{kw}/{sh}" + (f" x{m}" if m != 1 else "")
+        if dilated:
+            return FastPathLayer(part, i, layer, shape, macs, False, "dilated: the engine's generic kernel")
+        span = max(x.dims[1] + pr["pad_top"] + pr["pad_bottom"], x.dims[2] + pr["pad_left"] + pr["pad_right"])
+        if span > DW_MAX_SPAN:
+            return FastPathLayer(part, i, layer, shape, macs, False,
+                                 f"padded input span {span} > {DW_MAX_SPAN}: the engine's generic kernel")
+        if m != 1:
+            return FastPathLayer(part, i, layer, shape, macs, False, f"channel multiplier {m} (needs 1)")
+        if cin % 8:
+            return FastPathLayer(part, i, layer, shape, macs, False, f"{cin} channels, not a multiple of 8")
+        best = "" if cin % 16 == 0 else " (16 would be best)"
+        return FastPathLayer(part, i, layer, shape, macs, True, f"ch_mult 1, {cin} channels % 8 == 0{best}")
+    groups = pr["groups"]
+    cin = x.dims[3]
+    macs = n * oh * ow * cout * kh * kw * (cin // groups)
+    layer = f"conv {kh}x{kw}/{sh}" + (f" g{groups}" if groups > 1 else "")
+    if groups > 1:
+        return FastPathLayer(part, i, layer, shape, macs, False, "grouped: the engine's generic kernel")
+    if dilated:
+        return FastPathLayer(part, i, layer, shape, macs, False, "dilated: the engine's generic kernel")
+    if kh == 1 and kw == 1 and sh == 1 and sw == 1 and not pads:
+        if cin % 8:
+            return FastPathLayer(part, i, layer, shape, macs, False,
+                                 f"1x1 with {cin} input channels, not a multiple of 8")
+        return FastPathLayer(part, i, layer, shape, macs, True, f"1x1, {cin} channels % 8 == 0")
+    return FastPathLayer(part, i, layer, shape, macs, True, "dense conv: SIMD path")
+
+
+def analyse_payload(index: int, data: bytes) -> tuple[PartitionReport, list[FastPathLayer], Payload]:
+    """Decode (and validate) one payload into its partition record and fast-path layers."""
+    try:
+        p = decode(data)
+    except PayloadError as exc:
+        raise PteError(f"delegate {index}: {exc}; re-lower the model with this version of executorch_espnn") from exc
+    rep = PartitionReport(
+        index=index,
+        ops=tuple(op.opcode.name for op in p.ops),
+        n_tensors=len(p.tensors),
+        arena_bytes=p.arena_size,
+        arena_lower_bound=arena_peak(p),
+        scratch_bytes=max((op.scratch_size for op in p.ops), default=0),
+        weights_bytes=len(p.constants),
+        state_bytes=state_bytes(p),
+        payload_bytes=len(data),
+        inputs=_payload_specs(p, p.inputs, "in"),
+        outputs=_payload_specs(p, p.outputs, "out"),
+        target=p.target.name.lower(),
+        producer=".".join(map(str, p.producer)),
+    )
+    layers = [lay for i in range(len(p.ops)) if (lay := _conv_layer(index, i, p)) is not None]
+    return rep, layers, p
+
+
+# ---------------------------------------------------------------------------------------------
+# program analysis
+
+
+def _io_specs(info: ProgramInfo, decoded: dict[int, Payload], names_in: Sequence[str] | None,
+              names_out: Sequence[str] | None) -> tuple[list[TensorSpec], list[TensorSpec]]:
+    """Program inputs/outputs with the int8 side's quantization when one is visible."""
+    consumers: dict[int, list[tuple[str, int, int]]] = {}  # value -> (kind, index, slot)
+    producers: dict[int, tuple[str, int, int]] = {}
+    kernel_args: dict[int, tuple[int, ...]] = {}
+    for i, call in enumerate(info.calls):
+        if isinstance(call, DelegateCallInfo):
+            if call.delegate_index not in decoded:
+                continue
+            p = decoded[call.delegate_index]
+            n_in = len(p.inputs)
+            for k, v in enumerate(call.args[:n_in]):
+                consumers.setdefault(v, []).append(("delegate", call.delegate_index, k))
+            for k, v in enumerate(call.args[n_in:n_in + len(p.outputs)]):
+                producers[v] = ("delegate", call.delegate_index, k)
+        else:
+            kernel_args[i] = call.args
+            if call.op.startswith("quantized_decomposed::quantize_per_tensor") and call.args:
+                consumers.setdefault(call.args[0], []).append(("q", i, 0))
+            if call.op.startswith("quantized_decomposed::dequantize_per_tensor") and call.args:
+                producers[call.args[-1]] = ("dq", i, 0)
+
+    def first_reader(p: Payload, tid: int) -> Any:
+        return next((op for op in p.ops if tid in op.inputs), None)
+
+    def spec(v: int, decl: TensorDecl | None, name: str, is_input: bool) -> TensorSpec:
+        shape = decl.sizes if decl is not None else ()
+        dtype = decl.dtype if decl is not None and decl.scalar_type in SCALAR_TYPES else "other"
+        if dtype == "int8":
+            return TensorSpec(name, shape, dtype, None, None, None)
+        links = consumers.get(v, []) if is_input else ([producers[v]] if v in producers else [])
+        for kind, idx, slot in links:
+            if kind == "delegate":
+                p = decoded[idx]
+                tid = (p.inputs if is_input else p.outputs)[slot]
+                if p.tensors[tid].dtype != DType.FLOAT32:
+                    continue
+                if is_input:
+                    op = first_reader(p, tid)
+                    if op is not None and op.opcode == Opcode.QUANTIZE:
+                        q = p.tensors[op.output]
+                        return TensorSpec(name, shape, dtype, q.scale, q.zero_point, "delegate")
+                else:
+                    op = next((o for o in p.ops if o.output == tid), None)
+                    if op is not None and op.opcode == Opcode.DEQUANTIZE and op.inputs[0] is not None:
+                        q = p.tensors[op.inputs[0]]
+                        return TensorSpec(name, shape, dtype, q.scale, q.zero_point, "delegate")
+            else:
+                args = kernel_args[idx]
+                scale, zp = info.scalars.get(args[1]), info.scalars.get(args[2])
+                if scale is not None and zp is not None:
+                    return TensorSpec(name, shape, dtype, float(scale), int(zp), "cpu")
+        return TensorSpec(name, shape, dtype)
+
+    ins_ = [spec(v, d, (names_in[k] if names_in and k < len(names_in) else f"input{k}"), True)
+            for k, (v, d) in enumerate(zip(info.input_values, info.inputs, strict=True))]
+    outs = [spec(v, d, (names_out[k] if names_out and k < len(names_out) else f"output{k}"), False)
+            for k, (v, d) in enumerate(zip(info.output_values, info.outputs, strict=True))]
+    return ins_, outs
+
+
+def _cpu_kernel_entries(info: ProgramInfo) -> list[OpEntry]:
+    return [OpEntry(k.op, k.location, "runs on ExecuTorch's CPU kernels (a ready .pte carries no reasons)")
+            for k in info.kernel_calls]
+
+
+def build_report(
+    pte: bytes,
+    *,
+    decisions: Iterable[OpDecision] | None = None,
+    target: str | None = None,
+    calibrated: bool | None = None,
+    warnings: Iterable[str] = (),
+    input_names: Sequence[str] | None = None,
+    output_names: Sequence[str] | None = None,
+    timings: dict[str, float] | None = None,
+) -> LoweringReport:
+    """The report of a ``.pte``.  ``decisions`` (from ``EspNNPartitioner.decisions``) supply
+    the reasons and locations; without them (a ready .pte) operators are listed from the
+    payloads and the program's CPU instructions."""
+    info = read_program(pte, None)
+    ours = [(di, data) for di, (bid, data) in enumerate(zip(info.backends, info.payloads, strict=True))
+            if bid == BACKEND_ID]
+    partitions: list[PartitionReport] = []
+    fast: list[FastPathLayer] = []
+    decoded: dict[int, Payload] = {}
+    for part, (di, data) in enumerate(ours):
+        rep, layers, p = analyse_payload(part, data)
+        partitions.append(rep)
+        fast += layers
+        decoded[di] = p
+
+    delegated: list[OpEntry]
+    cpu: list[OpEntry]
+    if decisions is not None:
+        ds = list(decisions)
+        delegated = [OpEntry(d.op, d.location, "", d.partition, d.node) for d in ds if d.delegated]
+        cpu = [OpEntry(d.op, d.location, d.reason, None, d.node) for d in ds if not d.delegated]
+    else:
+        delegated = [OpEntry(name, None, "", r.index) for r in partitions for name in r.ops]
+        cpu = _cpu_kernel_entries(info)
+
+    cpu_weights = info.constant_tensor_bytes
+    planned = list(info.planned_buffers)
+    ins, outs = _io_specs(info, decoded, input_names, output_names)
+
+    tgt = target or (partitions[0].target if partitions else "unknown")
+    warn = list(warnings)
+    if calibrated is False and UNCALIBRATED_WARNING not in warn:
+        warn.insert(0, UNCALIBRATED_WARNING)
+    if not partitions:
+        warn.append("no operator was delegated to ESP-NN: everything runs on ExecuTorch's CPU kernels")
+    for r in partitions:
+        if target is not None and r.target not in (target, "generic"):
+            warn.append(f"partition {r.index} was built for {r.target}, not {target}")
+    other = sorted({b for b in info.backends if b != BACKEND_ID})
+    if other:
+        warn.append(f"the program also holds delegates of other backends: {', '.join(other)}")
+
+    states = [r.state_bytes for r in partitions]
+    return LoweringReport(
+        target=tgt,
+        delegated_ops=delegated,
+        cpu_ops=cpu,
+        partitions=partitions,
+        arena_bytes=sum(r.arena_bytes for r in partitions),
+        planned_bytes=sum(planned),
+        weights_bytes=sum(r.weights_bytes for r in partitions) + cpu_weights,
+        state_bytes=None if any(s is None for s in states) else sum(s for s in states if s is not None),
+        pte_bytes=len(pte),
+        inputs=ins,
+        outputs=outs,
+        fast_path=fast,
+        cpu_kernels=sorted(set(info.operators)),
+        cpu_weights_bytes=cpu_weights,
+        planned_buffers=planned,
+        warnings=warn,
+        calibrated=calibrated,
+        timings=dict(timings or {}),
+        versions=_versions(),
+    )
+
+
+def _versions() -> dict[str, str]:
+    """What made this report: our package, the payload format, torch and ExecuTorch."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from ..payload.format import FORMAT_MAJOR, FORMAT_MINOR
+    from ..version import __version__
+
+    out = {"executorch_espnn": __version__, "payload_format": f"{FORMAT_MAJOR}.{FORMAT_MINOR}"}
+    for dist in ("torch", "executorch"):
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            out[dist] = "unknown"
+    return out

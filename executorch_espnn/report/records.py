@@ -1,0 +1,160 @@
+"""The report's records: operators, tensors, partitions, fast-path layers and the whole
+lowering, with the JSON form (``to_dict``) whose keys are stable."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import text
+
+REPORT_SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class OpEntry:
+    """One operator of the lowered graph: where it runs and why."""
+
+    operator: str  # "aten.convolution.default" (edge op), or a payload opcode / CPU kernel name
+    location: str | None  # "model.py:42 in forward" when known
+    reason: str  # why it stays on the CPU; "" when delegated
+    partition: int | None = None  # partition index when delegated
+    node: str | None = None  # FX node name when known
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A delegate or program input/output."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str  # "float32", "int8", …
+    scale: float | None = None  # quantization of the int8 side, when there is one
+    zero_point: int | None = None
+    quantized_by: str | None = None  # "delegate" (q/dq inside the payload), "cpu" (a CPU kernel), "input"
+
+
+@dataclass(frozen=True)
+class PartitionReport:
+    index: int
+    ops: tuple[str, ...]  # payload opcodes in execution order
+    n_tensors: int
+    arena_bytes: int  # activations + scratch, as planned
+    arena_lower_bound: int  # peak of simultaneously live bytes, recomputed from the op list
+    scratch_bytes: int  # the largest scratch of one op (included in arena_bytes)
+    weights_bytes: int  # the payload's constants section
+    state_bytes: int | None  # decoded engine state (None: formula not available)
+    payload_bytes: int
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    target: str
+    producer: str
+
+
+@dataclass(frozen=True)
+class FastPathLayer:
+    """A conv/depthwise/FC layer and whether ESP-NN's ESP32-S3 optimised kernel takes it."""
+
+    partition: int
+    op: int  # op index inside the payload
+    layer: str  # "conv 3x3/2", "depthwise 3x3/1", "fc 1280->1000"
+    shape: str  # "96x96x3 -> 48x48x16"
+    macs: int
+    fast: bool
+    why: str
+
+
+@dataclass
+class LoweringReport:
+    target: str
+    delegated_ops: list[OpEntry]
+    cpu_ops: list[OpEntry]
+    partitions: list[PartitionReport]
+    arena_bytes: int  # sum of the delegates' arenas (scratch included)
+    planned_bytes: int  # ExecuTorch's planned buffers, every mem id
+    weights_bytes: int  # delegate constants + CPU-side constant tensors
+    state_bytes: int | None  # sum of the delegates' decoded engine state
+    pte_bytes: int
+    inputs: list[TensorSpec]
+    outputs: list[TensorSpec]
+    fast_path: list[FastPathLayer]
+    cpu_kernels: list[str]  # the program's CPU operator table, "aten::abs.out"
+    cpu_weights_bytes: int = 0
+    planned_buffers: list[int] = field(default_factory=list)  # per mem id (1…)
+    warnings: list[str] = field(default_factory=list)
+    calibrated: bool | None = None  # None: unknown (a ready .pte)
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per lowering stage
+    versions: dict[str, str] = field(default_factory=dict)  # package/format/toolchain versions
+
+    @property
+    def delegate_weights_bytes(self) -> int:
+        return sum(p.weights_bytes for p in self.partitions)
+
+    @property
+    def fast_path_mac_share(self) -> float | None:
+        """Share of conv/depthwise/FC MACs in layers that meet the S3 fast-path conditions."""
+        total = sum(layer.macs for layer in self.fast_path)
+        if total == 0:
+            return None
+        return sum(layer.macs for layer in self.fast_path if layer.fast) / total
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable; keys are stable (``schema`` bumps when they change)."""
+
+        def op(e: OpEntry) -> dict[str, Any]:
+            return {"operator": e.operator, "location": e.location, "reason": e.reason,
+                    "partition": e.partition, "node": e.node}
+
+        def ts(t: TensorSpec) -> dict[str, Any]:
+            return {"name": t.name, "shape": list(t.shape), "dtype": t.dtype, "scale": t.scale,
+                    "zero_point": t.zero_point, "quantized_by": t.quantized_by}
+
+        return {
+            "schema": REPORT_SCHEMA,
+            "target": self.target,
+            "calibrated": self.calibrated,
+            "pte_bytes": self.pte_bytes,
+            "arena_bytes": self.arena_bytes,
+            "planned_bytes": self.planned_bytes,
+            "planned_buffers": list(self.planned_buffers),
+            "weights_bytes": self.weights_bytes,
+            "delegate_weights_bytes": self.delegate_weights_bytes,
+            "cpu_weights_bytes": self.cpu_weights_bytes,
+            "state_bytes": self.state_bytes,
+            "n_delegated_ops": len(self.delegated_ops),
+            "n_cpu_ops": len(self.cpu_ops),
+            "delegated_ops": [op(e) for e in self.delegated_ops],
+            "cpu_ops": [op(e) for e in self.cpu_ops],
+            "cpu_kernels": list(self.cpu_kernels),
+            "partitions": [
+                {
+                    "index": p.index, "ops": list(p.ops), "n_ops": len(p.ops),
+                    "n_tensors": p.n_tensors, "arena_bytes": p.arena_bytes,
+                    "arena_lower_bound": p.arena_lower_bound, "scratch_bytes": p.scratch_bytes,
+                    "weights_bytes": p.weights_bytes, "state_bytes": p.state_bytes,
+                    "payload_bytes": p.payload_bytes, "target": p.target, "producer": p.producer,
+                    "inputs": [ts(t) for t in p.inputs], "outputs": [ts(t) for t in p.outputs],
+                }
+                for p in self.partitions
+            ],
+            "inputs": [ts(t) for t in self.inputs],
+            "outputs": [ts(t) for t in self.outputs],
+            "fast_path": {
+                "mac_share": self.fast_path_mac_share,
+                "layers": [
+                    {"partition": f.partition, "op": f.op, "layer": f.layer, "shape": f.shape,
+                     "macs": f.macs, "fast": f.fast, "why": f.why}
+                    for f in self.fast_path
+                ],
+            },
+            "timings": dict(self.timings),
+            "versions": dict(self.versions),
+            "warnings": list(self.warnings),
+        }
+
+    def summary(self) -> str:
+        """Two lines: where the operators run, and the memory figures."""
+        return text.summary(self.to_dict())
+
+    def __str__(self) -> str:
+        return text.report_text(self.to_dict())
