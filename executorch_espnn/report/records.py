@@ -53,7 +53,8 @@ class PartitionReport:
 
 @dataclass(frozen=True)
 class FastPathLayer:
-    """A conv/depthwise/FC layer and whether ESP-NN's ESP32-S3 optimised kernel takes it."""
+    """A conv/depthwise/FC/matmul/layer-norm layer and whether ESP-NN's ESP32-S3 optimised
+    kernel takes it (layer norm: never, it is the engine's own C kernel)."""
 
     partition: int
     op: int  # op index inside the payload
@@ -92,7 +93,8 @@ class LoweringReport:
 
     @property
     def fast_path_mac_share(self) -> float | None:
-        """Share of conv/depthwise/FC MACs in layers that meet the S3 fast-path conditions."""
+        """Share of conv/depthwise/FC/matmul (and layer norm) MACs in layers that meet the S3
+        fast-path conditions."""
         total = sum(layer.macs for layer in self.fast_path)
         if total == 0:
             return None
