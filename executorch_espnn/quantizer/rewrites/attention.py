@@ -10,8 +10,9 @@ matters for scores of ``-inf``, which an int8 tensor never holds.
 
 Rewritten: no mask or an additive float mask, no dropout (eval), ``is_causal=False``, an
 optional ``scale``, and ``enable_gqa`` only when the head counts agree.  A boolean mask or
-``is_causal`` (scores set to ``-inf``, which int8 cannot represent) stays SDPA and stays on
-the CPU; the partitioner says why.
+``is_causal`` (scores set to ``-inf``, which int8 cannot represent) stays SDPA: to_edge's
+decomposition of it stays on the CPU, the partitioner naming its masking operators;
+``sdpa_refusal`` says why it was not rewritten (and what to pass instead).
 """
 
 from __future__ import annotations
