@@ -27,6 +27,7 @@ import pytest
 from executorch_espnn import host
 from executorch_espnn.errors import HostRuntimeError
 from executorch_espnn.payload import decode
+from executorch_espnn.payload.format import FORMAT_MINOR
 from executorch_espnn.pte import delegate_payloads
 from executorch_espnn.version import __version__, version_tuple
 from tests.hardening import cpp_build
@@ -150,7 +151,7 @@ def test_espnn_model_begin_each_allocation_fails_and_stamps_checked(asan_build: 
         assert (f"model header built by executorch-espnn {v_pkg} for ExecuTorch {v_et} "
                 f"(payload format {fmaj}.{fmin})") in msg, msg
         assert f"this runtime is executorch-espnn {__version__} with ExecuTorch {et} " \
-               f"(payload format 2.0)" in msg, msg
+               f"(payload format 2.{FORMAT_MINOR})" in msg, msg
 
 
 def _patch_payload(pte: bytes, index: int, fmt: tuple[int, int] | None = None,
@@ -176,7 +177,7 @@ def test_payload_versions_each_direction_through_host_run(island_pte: Path) -> N
     refused: list[tuple[str, dict[str, object]]] = [
         ("producer older", {"producer": older}),
         ("producer newer", {"producer": (major, minor + 1, 0)}),
-        ("format newer minor", {"fmt": (2, 1)}),
+        ("format newer minor", {"fmt": (2, FORMAT_MINOR + 1)}),
         ("format older major", {"fmt": (1, 0)}),
         ("format newer major", {"fmt": (3, 0)}),
     ]
@@ -188,10 +189,10 @@ def test_payload_versions_each_direction_through_host_run(island_pte: Path) -> N
             with pytest.raises(HostRuntimeError) as e:
                 host.run(bad, [x])
             msg = str(e.value)
-            fmt = change.get("fmt", (2, 0))
+            fmt = change.get("fmt", (2, FORMAT_MINOR))
             prod = change.get("producer", (major, minor, patch))
             want = (f"payload format {fmt[0]}.{fmt[1]} / producer {prod[0]}.{prod[1]}.{prod[2]}, "  # type: ignore[index]
-                    f"runtime reads format 2.0 from producer {major}.{minor}.x")
+                    f"runtime reads format 2.{FORMAT_MINOR} from producer {major}.{minor}.x")
             assert want in msg, (what, msg)
     # a newer patch of the same major.minor is compatible, and gives the same outputs
     ok = host.run(_patch_payload(pte, 0, producer=(major, minor, patch + 7)), [x])
