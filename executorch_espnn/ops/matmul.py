@@ -58,13 +58,15 @@ class BatchMatmul(OpLowering):
                                   f"{batch}; the engine broadcasts a whole batch of 1 only")
         if k > MAX_MATMUL_DEPTH:
             raise Unsupported(f"matmul over {k} terms; the engine's int32 accumulator allows {MAX_MATMUL_DEPTH}")
+        qa, qb = va.qp, vb.qp  # not None: asserted above, before the reshapes
+        assert qa is not None and qb is not None
         qout = qdq_params(unit.output)
-        mult, shift = requant(va.qp.scale32 * vb.qp.scale32 * qout.inv_scale32, "matmul")
+        mult, shift = requant(qa.scale32 * qb.scale32 * qout.inv_scale32, "matmul")
         act_min, act_max = act_range(unit, qout)
         ta = b.realize(va, identity(r))
         tb = b.realize(vb, (*range(r - 2), r - 1, r - 2))
         _, out = b.define(unit.output, identity(r))
         b.emit(Opcode.BATCH_MATMUL, [ta, tb], out, {
-            "a_offset": -va.qp.zero_point, "b_offset": -vb.qp.zero_point, "out_mult": mult,
+            "a_offset": -qa.zero_point, "b_offset": -qb.zero_point, "out_mult": mult,
             "out_shift": shift, "out_offset": qout.zero_point, "act_min": act_min, "act_max": act_max,
         })

@@ -397,7 +397,8 @@ class Expand(OpLowering):
 
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
         x = b.operand(unit.inputs[0])
-        assert x.qp is not None
+        qin = x.qp
+        assert qin is not None
         out_shape = static_shape(unit.output)
         if len(out_shape) < x.rank:
             raise Unsupported(f"expand of {x.shape} to the lower rank {out_shape}")
@@ -412,11 +413,11 @@ class Expand(OpLowering):
         for dim, times in enumerate(out_shape):
             if shape[dim] == times:
                 continue
-            cur = _tile(b, cur, shape, x.qp, perm, dim, times)
+            cur = _tile(b, cur, shape, qin, perm, dim, times)
             shape = tuple(times if j == dim else s for j, s in enumerate(shape))
         qout = qdq_params(unit.output)
-        if qout == x.qp:
+        if qout == qin:
             b.alias(unit.output, perm, cur)  # the tiled (or, expanding nothing, the input's) bytes
             return
         _, out = b.define(unit.output, perm)
-        b.emit(Opcode.LUT, [cur, b.constant(requant_table(x.qp, qout))], out)
+        b.emit(Opcode.LUT, [cur, b.constant(requant_table(qin, qout))], out)

@@ -18,6 +18,7 @@ def batch_matmul(ctx: OpContext) -> None:
     b3 = bt.reshape(-1, n, k).astype(np.float64) + ctx.param("b_offset")
     # exact: |terms| <= 255 * 255, at most MAX_MATMUL_DEPTH of them, far below 2**53
     acc = np.matmul(a3, b3.transpose(0, 2, 1)).astype(np.int64)
-    res = requant_epilogue(acc, None, np.int64(ctx.param("out_mult")), np.int64(ctx.param("out_shift")),
+    res = requant_epilogue(acc, None, np.asarray(ctx.param("out_mult"), np.int64),
+                           np.asarray(ctx.param("out_shift"), np.int64),
                            ctx.param("out_offset"), ctx.param("act_min"), ctx.param("act_max"))
     ctx.output[...] = np.broadcast_to(res, (out.size // (m * n), m, n)).reshape(out.shape)

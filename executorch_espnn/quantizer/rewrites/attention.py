@@ -70,7 +70,8 @@ def rewrite_sdpa(gm: GraphModule, quantized: Callable[[Node], bool]) -> bool:
             continue
         q, k, v = node.args[:3]
         mask = _arg(node, 3, "attn_mask", None)
-        qs = shape(q)  # type: ignore[arg-type]
+        assert isinstance(q, Node)
+        qs = shape(q)
         assert qs is not None
         scale = node.kwargs.get("scale")
         scale = 1.0 / math.sqrt(qs[-1]) if scale is None else float(scale)

@@ -18,11 +18,9 @@ from torch.fx.node import map_arg
 _COPIED = ("nn_module_stack", "stack_trace", "from_node", "source_fn_stack")
 
 
-def fake(value: object) -> object:
-    """The FakeTensor (or value) a node argument stands for."""
-    if isinstance(value, Node):
-        return value.meta.get("val")
-    return value
+def fake(value: Node) -> Any:
+    """The FakeTensor a node argument stands for (``map_arg`` calls it on nodes only)."""
+    return value.meta.get("val")
 
 
 def tensor_meta(node: Node) -> torch.Tensor | None:

@@ -198,7 +198,7 @@ def _replay(track: Track, node: Node) -> None:
                 None, torch.contiguous_format, torch.preserve_format):
             raise NotRewritable("clone to another memory format")
     elif t is aten.permute.default:
-        track.permute([_norm(int(d), rank) for d in node.args[1]])  # type: ignore[union-attr]
+        track.permute([_norm(int(d), rank) for d in node.args[1]])  # type: ignore[union-attr, arg-type]
     elif t is aten.transpose.int:
         a, b = _norm(int(node.args[1]), rank), _norm(int(node.args[2]), rank)  # type: ignore[arg-type]
         perm = list(range(rank))
@@ -210,8 +210,8 @@ def _replay(track: Track, node: Node) -> None:
         track.select(d, idx + track.size(d) if idx < 0 else idx)
     elif t is aten.slice.Tensor:
         args = list(node.args) + [None] * (5 - len(node.args))
-        d = _norm(int(args[1] if args[1] is not None else 0), rank)
-        step = int(args[4] if args[4] is not None else 1)
+        d = _norm(int(args[1] if args[1] is not None else 0), rank)  # type: ignore[arg-type]
+        step = int(args[4] if args[4] is not None else 1)  # type: ignore[arg-type]
         if step < 1:
             raise NotRewritable("slice step")
         start, end, _ = slice(args[2], args[3], step).indices(track.size(d))
