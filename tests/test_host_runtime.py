@@ -321,7 +321,7 @@ def _fc_variant(payload: bytes) -> bytes:
 
 @pytest.mark.slow
 def test_wrong_format_version_is_incompatible(fc: tuple[bytes, object]) -> None:
-    bad = _fc_variant(patch_header(fc_payload(make_fc_model()), format_major=1))
+    bad = _fc_variant(patch_header(fc_payload(make_fc_model()), format_major=1, format_minor=0))
     major, minor, patch = version_tuple()
     _expect_runtime_error(
         bad, _x((1, 8)),

@@ -123,7 +123,7 @@ def test_espnn_model_begin_each_allocation_fails_and_stamps_checked(asan_build: 
         ("--stamp", et, older_pkg, 2, 0),
         ("--stamp", et, newer_pkg, 2, 0),
         ("--stamp", et, __version__, 1, 0),
-        ("--stamp", et, __version__, 2, 1),
+        ("--stamp", et, __version__, 2, FORMAT_MINOR + 1),
         ("--stamp", et, __version__, 3, 0),
         ("--stamp-ok", et, f"{major}.{minor}.{patch + 7}", 2, 0),
     ]
