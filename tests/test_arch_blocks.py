@@ -21,6 +21,7 @@ MODELS: dict[str, type[nn.Module]] = {
 }
 
 
+@pytest.mark.slow  # about a minute per model on one core
 @pytest.mark.parametrize("name", list(MODELS))
 def test_block_is_one_partition_and_matches_pytorch(name: str) -> None:
     x, _ = digits_images(32)
