@@ -78,6 +78,10 @@ def _hwc(dims: tuple[int, ...]) -> str:
     return "x".join(str(d) for d in (dims[1:] if len(dims) == 4 else dims))
 
 
+def _dims(dims: tuple[int, ...]) -> str:
+    return "x".join(str(d) for d in dims)
+
+
 def _matmul_layer(part: int, i: int, p: Payload) -> FastPathLayer:
     """BATCH_MATMUL runs one esp_nn_fully_connected_s8 call per row of a, with b (handed over
     transposed) as the filter and b's zero point as ESP-NN's filter offset."""
@@ -89,7 +93,8 @@ def _matmul_layer(part: int, i: int, p: Payload) -> FastPathLayer:
     n = bt.dims[-2]
     rows = y.numel // n
     layer = f"matmul {m}x{k} @ {k}x{n}" + (f" x{rows // m} batches" if rows > m else "")
-    shape = f"{_hwc(a.dims)}, {_hwc(bt.dims)} -> {_hwc(y.dims)}"
+    # every dim (a batch of heads is no image, unlike _hwc's NHWC shapes)
+    shape = " -> ".join((f"{_dims(a.dims)}, {_dims(bt.dims)}", _dims(y.dims)))
     macs = rows * n * k
     if op.params["b_offset"] != 0:
         return FastPathLayer(part, i, layer, shape, macs, False,
