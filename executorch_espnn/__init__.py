@@ -1,7 +1,9 @@
 """executorch-espnn: lower PyTorch models to ExecuTorch with an ESP-NN delegate for ESP32.
 
 The public names are imported lazily so that ``import executorch_espnn`` stays cheap
-(the payload tools and the CLI's argument parsing do not need torch).
+(the payload tools and the CLI's argument parsing do not need torch).  Importing it beside an
+ExecuTorch, torch or torchao release it does not support is an error (compat.py,
+docs/compatibility.md).
 """
 
 from __future__ import annotations
@@ -9,7 +11,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from . import compat
 from .version import __version__
+
+compat.check()
 
 if TYPE_CHECKING:
     from .backend import EspNNDelegateBackend

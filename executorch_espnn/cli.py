@@ -1,4 +1,5 @@
-"""Command line: ``python -m executorch_espnn build|inspect``.
+"""Command line: ``python -m executorch_espnn`` (or ``executorch-espnn``)
+``build|inspect|init|cmake-prefix|platform``.
 
     build MODEL --out DIR [--target esp32s3] [--strict] [--calibration data.npz]
           [--validation val.npz] [--selftest N]
@@ -7,11 +8,20 @@
         --selftest N, DIR/selftest.npz: N inputs and their expected outputs)
     inspect FILE.pte [--json]
         prints the report of a ready .pte
+    init DIR [--board esp32-s3-devkitc-1] [--framework arduino|espidf]
+        writes a PlatformIO project that runs at once (pio run -e host -t exec)
+    cmake-prefix
+        prints what CMAKE_PREFIX_PATH needs for find_package(executorch_espnn CONFIG) (and
+        the executorch wheel's folder, for find_package(executorch CONFIG))
+    platform path | platform install
+        prints where the PlatformIO platform is / installs it so `platform = executorch-espnn`
+        resolves
 
 Every error this package raises on purpose ends the command with exit code 1 and one
 ``error: …`` message on stderr (the traceback only with ``--verbose``); an option with a
-value that cannot work names the option as given (``--selftest 10: …``).  Nothing outside the
-output directory is written and no environment variable is read or set.
+value that cannot work names the option as given (``--selftest 10: …``).  ``build`` writes
+nothing outside its output directory, ``init`` nothing outside DIR, ``platform install`` only
+what PlatformIO installs.
 """
 
 from __future__ import annotations
@@ -40,7 +50,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Lower PyTorch models to ExecuTorch programs with ESP-NN delegates for ESP32.",
     )
     ap.add_argument("--version", action="version", version=f"executorch-espnn {__version__}")
-    sub = ap.add_subparsers(dest="command", required=True, metavar="{build,inspect}")
+    sub = ap.add_subparsers(dest="command", required=True,
+                            metavar="{build,inspect,init,cmake-prefix,platform}")
 
     b = sub.add_parser("build", help="lower a model and write model.pte plus its report",
                        description="Lower MODEL (.py defining model()/example_inputs(), .pt2 from "
@@ -69,6 +80,25 @@ def _parser() -> argparse.ArgumentParser:
     i.add_argument("pte", type=Path, help="a .pte containing EspNNDelegateBackend delegates")
     i.add_argument("--json", action="store_true", help="print the report as JSON")
     i.add_argument("--verbose", action="store_true", help="show tracebacks on errors")
+
+    from .scaffold import DEFAULT_BOARD, FRAMEWORKS
+
+    n = sub.add_parser("init", help="write a PlatformIO project that runs at once",
+                       description="Write a project into DIR: platformio.ini (host and board "
+                                   "envs), model/model.py, src/, test/.  Existing files are "
+                                   "never overwritten.")
+    n.add_argument("dir", type=Path, help="the project folder (new or empty)")
+    n.add_argument("--board", default=DEFAULT_BOARD, help=f"the board env (default {DEFAULT_BOARD})")
+    n.add_argument("--framework", default="arduino", choices=FRAMEWORKS,
+                   help="arduino (setup()/loop() sketch) or espidf (app_main); default arduino")
+    n.add_argument("--verbose", action="store_true", help="show tracebacks on errors")
+
+    c = sub.add_parser("cmake-prefix", help="print CMAKE_PREFIX_PATH for find_package(executorch_espnn)")
+    c.add_argument("--verbose", action="store_true", help="show tracebacks on errors")
+
+    p = sub.add_parser("platform", help="where the PlatformIO platform is, or install it")
+    p.add_argument("action", choices=("path", "install"))
+    p.add_argument("--verbose", action="store_true", help="show tracebacks on errors")
     return ap
 
 
@@ -191,7 +221,44 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
             warnings.simplefilter("ignore", FutureWarning)
         if args.command == "build":
             return _build(args, out)
+        if args.command == "init":
+            return _init(args, out)
+        if args.command == "cmake-prefix":
+            return _cmake_prefix(out)
+        if args.command == "platform":
+            return _platform(args, out)
         return _inspect(args, out)
+
+
+def _init(args: argparse.Namespace, out: TextIO) -> int:
+    from .scaffold import init
+
+    project = init(args.dir, board=args.board, framework=args.framework)
+    for path in project.files:
+        print(f"wrote {path}", file=out)
+    print(f"next: executorch-espnn platform install (once), then cd {args.dir} && "
+          "pio run -e host -t exec", file=out)
+    return 0
+
+
+def _cmake_prefix(out: TextIO) -> int:
+    from . import resources
+    from .host.build import executorch_dir
+
+    print(f"{resources.cmake_prefix_path()};{executorch_dir()}", file=out)
+    return 0
+
+
+def _platform(args: argparse.Namespace, out: TextIO) -> int:
+    from . import platform_install, resources
+
+    if args.action == "path":
+        print(resources.platform_dir(), file=out)
+        return 0
+    platform_install.install()
+    print(f"installed the {platform_install.NAME} platform from {resources.platform_dir()}; "
+          f"platformio.ini can say: platform = {platform_install.NAME}", file=out)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:

@@ -82,3 +82,15 @@ class OptionValueError(EspNNError):
 
 class ValidationDataError(EspNNError):
     """Validation data (held-out samples, optional labels) does not match the model."""
+
+
+class MissingResourceError(EspNNError, FileNotFoundError):
+    """A non-Python part of the package (component sources, templates, platform) is missing."""
+
+
+class ScaffoldError(EspNNError):
+    """``init`` cannot make the project as asked; nothing was written."""
+
+
+class PlatformInstallError(EspNNError):
+    """PlatformIO is missing or refused the platform; the message says what to do."""

@@ -1,9 +1,8 @@
 """The one way generated files are rendered: jinja2 with one configuration, templates found by
 one lookup.
 
-:func:`templates_dir` is the only code that knows where the templates are (the checkout's
-``templates/`` beside the package today; once the wheel carries them as package data it is the
-one function to change).  :func:`environment` is the one configured environment: undefined
+:func:`templates_dir` is the only code that knows where the templates are (it asks
+:mod:`executorch_espnn.resources`, which finds them in the package, checkout or wheel alike).  :func:`environment` is the one configured environment: undefined
 names are errors, block tags take their line with them (``trim_blocks``/``lstrip_blocks``), a
 template's final newline is kept, nothing is HTML-escaped, and the C filters every generated
 C file uses are registered.  Dev tools that keep their own templates beside them (emulated/,
@@ -25,7 +24,9 @@ if TYPE_CHECKING:
 
 def templates_dir() -> Path:
     """Where the project's templates are."""
-    return Path(__file__).resolve().parents[1] / "templates"
+    from . import resources
+
+    return resources.templates_dir()
 
 
 def c_string(s: str) -> str:

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import compat, resources
 from .errors import RuntimeSourcesError
 
 EXECUTORCH_SOURCE_ENV = "EXECUTORCH_SOURCE_DIR"
@@ -52,9 +53,9 @@ _WORD = re.compile(r"^[A-Za-z0-9_.+/=:-]+$")
 
 
 def default_list_file() -> Path:
-    """The list in this checkout's ``espnn_component`` (or ``$ESPNN_COMPONENT_DIR``)."""
+    """The list in the package's ``espnn_component`` (or ``$ESPNN_COMPONENT_DIR``)."""
     env = os.environ.get(COMPONENT_ENV)
-    component = Path(env) if env else Path(__file__).resolve().parents[1] / "espnn_component"
+    component = Path(env) if env else resources.component_dir()
     return component / "cmake" / LIST_NAME
 
 
@@ -279,7 +280,7 @@ def find_flatc() -> Path:
     flatc = Path(executorch.version.__file__).resolve().parent / "data" / "bin" / "flatc"
     if not flatc.is_file():
         raise RuntimeSourcesError(
-            f"{flatc} is missing: reinstall the executorch wheel (pip install executorch==1.5.1), "
+            f"{flatc} is missing: reinstall the executorch wheel (pip install {compat.EXECUTORCH.requirement}), "
             "which ships flatc"
         )
     return flatc

@@ -37,6 +37,7 @@ from typing import Any
 
 import yaml  # type: ignore[import-untyped]  # (PyYAML, installed with executorch)
 
+from . import compat
 from .errors import SelectiveBuildError
 from .pte import UnreadableProgramError, load
 from .rendering import templates_dir
@@ -77,7 +78,7 @@ class KernelSources:
             if not p.is_file():
                 raise SelectiveBuildError(
                     f"{p} is missing from the installed executorch/torch; reinstall "
-                    "executorch==1.5.1 (it ships the kernel schemas and codegen tools)"
+                    f"{compat.EXECUTORCH.requirement} (it ships the kernel schemas and codegen tools)"
                 )
         return found
 

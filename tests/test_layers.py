@@ -19,7 +19,7 @@ HEAVY = ("torch", "executorch", "numpy", "kconfiglib", "jinja2", "executorch_esp
 LOWERING = ("quantizer", "graph", "layout", "planner", "payload_builder", "ops", "units", "partitioner",
             "backend", "lowering")
 TOOLS = ("report", "host", "cli", "modelfile", "selective", "selftest", "kconfig", "testing")
-LEAVES = ("payload", "reference", "quant_math", "pte", "rendering", "decisions", "errors", "version")
+LEAVES = ("payload", "reference", "quant_math", "pte", "rendering", "decisions", "errors", "version", "compat", "resources")
 
 
 def _imports(path: Path, *, top_level_only: bool = False) -> set[str]:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .. import compat, resources
 from ..errors import HostBuildError
 from ..version import __version__
 
@@ -55,13 +56,13 @@ class Toolchain:
 
 
 def component_dir() -> Path:
-    """The ``espnn_component`` sources ($ESPNN_COMPONENT_DIR, else the checkout's)."""
+    """The ``espnn_component`` sources ($ESPNN_COMPONENT_DIR, else the package's)."""
     env = os.environ.get(COMPONENT_ENV)
-    path = Path(env) if env else Path(__file__).resolve().parents[2] / "espnn_component"
+    path = Path(env) if env else resources.component_dir()
     if not (path / "CMakeLists.txt").is_file():
         raise HostBuildError(
-            f"the espnn_component sources are not at {path}; set {COMPONENT_ENV} to the "
-            "espnn_component folder of an executorch-espnn checkout"
+            f"the espnn_component sources are not at {path}; unset {COMPONENT_ENV} to use the "
+            "package's own, or set it to the espnn_component folder of an executorch-espnn checkout"
         )
     return path
 
@@ -78,7 +79,7 @@ def executorch_dir() -> Path:
     except ImportError:
         raise HostBuildError(
             "the executorch wheel is not installed in this Python; install with: "
-            f'"{sys.executable}" -m pip install "executorch==1.5.1"'
+            f'"{sys.executable}" -m pip install "{compat.EXECUTORCH.requirement}"'
         ) from None
     return Path(executorch.version.__file__).resolve().parent
 

@@ -1,0 +1,20 @@
+# The version of the source-form package: the component's own (include/espnn_version.h, the one
+# home it has in C); compatible when major.minor are equal and the version is not older
+# (what write_basic_package_version_file's SameMinorVersion checks for the installed form).
+get_filename_component(_espnn_version_h "${CMAKE_CURRENT_LIST_DIR}/../../include/espnn_version.h" ABSOLUTE)
+file(STRINGS "${_espnn_version_h}" _espnn_version_line REGEX "^#define ESPNN_ET_PACKAGE_VERSION \"")
+string(REGEX MATCH "\"([0-9]+\\.[0-9]+\\.[0-9]+)\"" _espnn_version_match "${_espnn_version_line}")
+set(PACKAGE_VERSION "${CMAKE_MATCH_1}")
+set(PACKAGE_VERSION_COMPATIBLE FALSE)
+if(NOT PACKAGE_FIND_VERSION)
+  set(PACKAGE_VERSION_COMPATIBLE TRUE)
+else()
+  string(REGEX MATCH "^[0-9]+\\.[0-9]+" _espnn_have "${PACKAGE_VERSION}")
+  string(REGEX MATCH "^[0-9]+\\.[0-9]+" _espnn_want "${PACKAGE_FIND_VERSION}")
+  if(_espnn_have STREQUAL _espnn_want AND NOT PACKAGE_VERSION VERSION_LESS PACKAGE_FIND_VERSION)
+    set(PACKAGE_VERSION_COMPATIBLE TRUE)
+  endif()
+endif()
+if(PACKAGE_FIND_VERSION STREQUAL PACKAGE_VERSION)
+  set(PACKAGE_VERSION_EXACT TRUE)
+endif()
