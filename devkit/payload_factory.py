@@ -835,6 +835,58 @@ def float_conv_chain_case(name: str, seed: int = 0) -> Case:
     return Case(name, b.build(), [x.numpy()], [expected], 1, [q_out.scale])
 
 
+# --------------------------------------------------------------------------- layer norm, matmul
+
+
+def layer_norm_case(name: str, *, shape: tuple[int, ...], affine: bool = True, eps: float = 1e-5,
+                    x_override: Array | None = None, seed: int = 0) -> Case:
+    """LAYER_NORM over the last dim; the constants are the lowering's (ops.norm), the expected
+    values PyTorch's float layer norm of the dequantized input, quantized."""
+    from executorch_espnn.graph.qdq import QParams as LibQParams
+    from executorch_espnn.ops.norm import layer_norm_constants
+
+    gen = torch.Generator().manual_seed(seed)
+    d = shape[-1]
+    if x_override is None:
+        _, q_in, xq = _quant_input(gen, shape, scale=2.0, shift=0.3)
+    else:
+        xq = torch.from_numpy(np.asarray(x_override, dtype=np.int8))
+        q_in = QParams(float(np.float32(0.05)), 3)
+    w = _rand(gen, d, scale=0.5, shift=1.0) if affine else None
+    bias = _rand(gen, d, scale=0.3) if affine else None
+    # eps 0 on a constant row: PyTorch's 0/0 is NaN, the engine's 0 is the limit eps -> 0+
+    y = F.layer_norm(dequantize_t(xq, q_in), (d,), w, bias, eps or 1e-30)
+    q_out = QParams.of(y)
+    g, bt, params = layer_norm_constants(
+        None if w is None else w.double().numpy(), None if bias is None else bias.double().numpy(), eps, d,
+        LibQParams(q_in.scale, q_in.zero_point), LibQParams(q_out.scale, q_out.zero_point))
+    b = PayloadBuilder()
+    x_t = b.input(DType.INT8, shape, q_in)
+    out = b.output(DType.INT8, shape, q_out)
+    b.op(Opcode.LAYER_NORM, [x_t, b.const(g), b.const(bt)], out, **params)
+    return _int8_case(name, b, [xq.numpy()], [quantize_t(y, q_out).numpy()], 1)
+
+
+def batch_matmul_case(name: str, *, a_shape: tuple[int, ...], b_shape: tuple[int, ...],
+                      act: str | None = None, seed: int = 0) -> Case:
+    """BATCH_MATMUL of a [..., M, K] and b [..., K, N], b handed over transposed."""
+    gen = torch.Generator().manual_seed(seed)
+    _, q_a, aq = _quant_input(gen, a_shape, scale=1.2, shift=0.3)
+    _, q_b, bq = _quant_input(gen, b_shape, scale=0.8, shift=-0.2)
+    y = _apply_act(torch.matmul(dequantize_t(aq, q_a), dequantize_t(bq, q_b)), act)
+    q_out = QParams.of(y)
+    lo, hi = act_range(q_out, act)
+    bt = bq.transpose(-2, -1).contiguous()
+    b = PayloadBuilder()
+    ta = b.input(DType.INT8, a_shape, q_a)
+    tb = b.input(DType.INT8, tuple(bt.shape), q_b)
+    out = b.output(DType.INT8, tuple(y.shape), q_out)
+    m, sh = quantize_multiplier(q_a.scale * q_b.scale / q_out.scale)
+    b.op(Opcode.BATCH_MATMUL, [ta, tb], out, a_offset=-q_a.zero_point, b_offset=-q_b.zero_point,
+         out_mult=m, out_shift=sh, out_offset=q_out.zero_point, act_min=lo, act_max=hi)
+    return _int8_case(name, b, [aq.numpy(), bt.numpy()], [quantize_t(y, q_out, lo, hi).numpy()], 1)
+
+
 # --------------------------------------------------------------------------- whole networks
 
 
@@ -1110,6 +1162,20 @@ def all_cases(seed: int = 0) -> list[Case]:
                             dilation=(2, 1), groups=3, out_pad=(1, 1), bias=False, seed=s + 2),
         transpose_conv_case("tconv_depthwise_s3", cin=4, h=3, w=4, cout=4, k=(4, 4), stride=(3, 3), pad=(2, 1),
                             groups=4, seed=s + 3),
+        # layer norm
+        layer_norm_case("layer_norm_rows", shape=(4, 32), seed=s),
+        layer_norm_case("layer_norm_3d_no_affine", shape=(2, 5, 24), affine=False, seed=s + 1),
+        layer_norm_case("layer_norm_long_row", shape=(2, 1000), eps=1e-3, seed=s + 2),
+        layer_norm_case("layer_norm_constant_rows", shape=(3, 8), eps=1e-5,
+                        x_override=np.array([[5] * 8, [-128] * 8, [1, 2, 3, 4, 5, 6, 7, 8]]), seed=s + 3),
+        layer_norm_case("layer_norm_zero_eps", shape=(2, 6), eps=0.0,
+                        x_override=np.array([[7] * 6, [-3, 9, 0, 0, 4, -1]]), seed=s + 4),
+        # activation x activation matmul
+        batch_matmul_case("matmul_3d", a_shape=(2, 5, 8), b_shape=(2, 8, 6), seed=s),
+        batch_matmul_case("matmul_2d_relu", a_shape=(7, 16), b_shape=(16, 9), act="relu", seed=s + 1),
+        batch_matmul_case("matmul_4d_heads", a_shape=(1, 3, 6, 4), b_shape=(1, 3, 4, 6), seed=s + 2),
+        batch_matmul_case("matmul_broadcast_a", a_shape=(1, 4, 20), b_shape=(3, 20, 5), seed=s + 3),
+        batch_matmul_case("matmul_broadcast_b", a_shape=(3, 4, 20), b_shape=(1, 20, 5), seed=s + 4),
         # multi-op payloads: in place, aliasing, float boundary
         inplace_add_case("inplace_add", seed=s),
         inplace_lut_reshape_fc_case("inplace_lut_reshape_fc", seed=s),

@@ -113,3 +113,24 @@ def softmax_params(input_scale: float, beta: float = 1.0) -> tuple[int, int, int
     max_rescaled = 1.0 * ((1 << bits) - 1) * (1 << (31 - bits)) / (1 << shift)
     diff_min = -math.floor(max_rescaled)
     return mult, shift, diff_min
+
+
+def rdbp64(x: I64 | int, exponent: int) -> I64:
+    """Round half away from zero of ``x / 2^exponent`` for int64 values, exponent in [0, 62]
+    (LAYER_NORM's wide steps; ``rdbp`` is the same rounding on int32)."""
+    x = np.asarray(x, dtype=np.int64)
+    if exponent == 0:
+        return x
+    mask = np.int64((1 << exponent) - 1)
+    threshold = (mask >> 1) + (x < 0)
+    out: I64 = (x >> exponent) + ((x & mask) > threshold)
+    return out
+
+
+def layer_norm_rsqrt(w: int) -> tuple[int, int]:
+    """LAYER_NORM's integer reciprocal square root of ``w`` (0 < w < 2^62): ``(r, t)`` with
+    ``w * 4^t`` in [2^60, 2^62), ``s = isqrt(w * 4^t)`` in [2^30, 2^31) and
+    ``r = floor(2^62 / s)``, so that ``1 / sqrt(w) ~= r * 2^(t - 62)``."""
+    t = (62 - w.bit_length()) // 2
+    s = math.isqrt(w << (2 * t))
+    return (1 << 62) // s, t

@@ -102,7 +102,8 @@ def test_consumer_gets_the_backend_error(prefix: Path, tmp_path: Path) -> None:
     _cmake("-S", str(app), "-B", str(app / "build"), "-G", tc.generator,
            f"-DCMAKE_PREFIX_PATH={prefix};{host.executorch_dir()}")
     _cmake("--build", str(app / "build"))
-    bad = delegated_pte(patch_header(fc_payload(make_fc_model()), format_major=1), [torch.zeros(1, 8)],
+    bad = delegated_pte(patch_header(fc_payload(make_fc_model()), format_major=1, format_minor=0),
+                        [torch.zeros(1, 8)],
                         lambda x: x[:, :4] * 1.0)
     (tmp_path / "bad.pte").write_bytes(bad)
     proc = subprocess.run([str(app / "build" / "consumer"), str(tmp_path / "bad.pte")],

@@ -26,10 +26,12 @@ set(ESPNN_ENGINE_SRCS
     ${_espnn_root}/engine/src/registry.c
     ${_espnn_root}/engine/src/validate.c
     ${_espnn_root}/engine/ops/add.c
+    ${_espnn_root}/engine/ops/batch_matmul.c
     ${_espnn_root}/engine/ops/concat.c
     ${_espnn_root}/engine/ops/conv2d.c
     ${_espnn_root}/engine/ops/depthwise_conv2d.c
     ${_espnn_root}/engine/ops/fully_connected.c
+    ${_espnn_root}/engine/ops/layer_norm.c
     ${_espnn_root}/engine/ops/lut.c
     ${_espnn_root}/engine/ops/mean_hw.c
     ${_espnn_root}/engine/ops/mul.c

@@ -1,5 +1,5 @@
-"""add, sub and mul of two int8 tensors (same shape, or broadcasting dims of size 1), or of a
-tensor and a number (a LUT).
+"""add, sub and mul of two int8 tensors (same shape, or broadcasting dims of size 1); add, sub,
+mul and division with a number as lookup tables.
 
 sub is ESP-NN's add with the second operand's multiplier negated: ``a - alpha * b`` is
 ``a + (-alpha) * b``, and the add kernels (ANSI, ESP32-S3 assembly, ESP32-P4) take signed
@@ -61,7 +61,7 @@ def _subtracts(node: Node) -> bool:
 
 
 def _scalar_lut(unit: Unit, b: PayloadBuilder) -> bool:
-    """x + c, x - c, c - x and x * c are unary functions: one exact LUT (with any fused
+    """x + c, x - c, c - x, x * c and x / c are unary functions: one exact LUT (with any fused
     clamp applied), computed with PyTorch's own operator on the operands as the graph
     passes them."""
     node = unit.anchor
@@ -192,3 +192,21 @@ class Mul(OpLowering):
             "a_offset": -va.qp.zero_point, "b_offset": -vb.qp.zero_point, "out_mult": mult, "out_shift": shift,
             "out_offset": qout.zero_point, "act_min": act_min, "act_max": act_max,
         })
+
+
+@register
+class Div(OpLowering):
+    """x / c for a number c: a LUT (division by a tensor has no kernel)."""
+
+    targets = ("aten.div.Tensor", "aten.div.Scalar")
+
+    def activation_args(self, node: Node, ctx: GraphContext) -> list[Node]:
+        if node.kwargs.get("rounding_mode") is not None:
+            raise Unsupported(f"division with rounding_mode={node.kwargs['rounding_mode']!r}")
+        if _number(node.args[1], ctx) is None:
+            raise Unsupported("division by a tensor; only division by a number is delegated (as a lookup table)")
+        return _operands(node, ctx)
+
+    def lower(self, unit: Unit, b: PayloadBuilder) -> None:
+        if not _scalar_lut(unit, b):  # pragma: no cover - activation_args admits numbers only
+            raise Unsupported("division by a tensor")

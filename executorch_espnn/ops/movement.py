@@ -1,10 +1,13 @@
-"""Data movement: reshape-like views, permute, slice/select, split, cat, stack, constant pad, nearest upsampling.
+"""Data movement: reshape-like views, permute, slice/select, split, cat, stack, constant pad, nearest upsampling,
+expand (a broadcast copy).
 
 None of these change values, so when the quantizer gave the output other
 quantization parameters than the input, a requantising LUT follows (exactly the
 program's dequantize → quantize).  Layouts are tracked, not forced: a permute is
-free (it relabels the bytes), a flatten of [N, C, 1, 1] is a free reshape, and only
-a reshape that mixes channels with H/W asks for the logical (NCHW) order.
+free (it relabels the bytes), and a reshape keeps the bytes of any layout in which the
+dims it merges are adjacent and in order (a flatten of [N, C, 1, 1], a split of NHWC
+channels); only a reshape that mixes dims the layout separates moves bytes (a TRANSPOSE
+into the nearest layout that suits it).
 """
 
 from __future__ import annotations
@@ -15,8 +18,8 @@ from torch.fx import Node
 
 from ..graph.constants import GraphContext
 from ..graph.names import QUANTIZE, node_arg, node_op, static_shape
-from ..graph.qdq import qdq_params
-from ..layout import identity, inverse, nhwc
+from ..graph.qdq import QParams, qdq_params
+from ..layout import Perm, identity, inverse, nhwc, reshape_layout, reshape_ready, same_bytes
 from ..payload import DType, Opcode
 from ..payload.format import MAX_OP_INPUTS
 from ..payload_builder import PayloadBuilder, Value
@@ -75,8 +78,26 @@ class Reshape(OpLowering):
             perm = b.any_layout(x, nhwc(x.rank))
             b.alias(unit.output, perm, b.realize(x, perm))
             return
-        src = b.contiguous(x)
-        _, out = b.define(unit.output, identity(len(out_shape)))
+        # a view keeps the bytes of a layout whose merged dims are adjacent and in order (a
+        # conv's NHWC result viewed as [N, g, C/g, H*W] is [N, H*W, g, C/g]); otherwise a
+        # TRANSPOSE makes one: the nearest such layout when the result then is NHWC (what
+        # convolutions read, ShuffleNet's shuffle back to [N, C, H, W]), else the logical
+        # order (what fully connected layers, layer norm and matmul read)
+        have = b.layouts(x)
+        perm, out_perm = identity(x.rank), identity(len(out_shape))
+        for p in have:
+            q = reshape_layout(x.shape, p, out_shape)
+            if q is not None:
+                perm, out_perm = p, q
+                break
+        else:
+            if have:
+                near = reshape_ready(x.shape, have[0], out_shape)
+                q = reshape_layout(x.shape, near, out_shape)
+                if q is not None and len(out_shape) == 4 and same_bytes(out_shape, q, nhwc(4)):
+                    perm, out_perm = near, q
+        src = b.realize(x, perm)
+        _, out = b.define(unit.output, out_perm)
         if qout == x.qp:
             b.emit(Opcode.RESHAPE, [src], out)
         else:
@@ -369,3 +390,63 @@ class UpsampleNearest(OpLowering):
         x_t = b.realize(x, nhwc(4))
         ym, xm = b.int32s(y_map), b.int32s(x_map)
         emit_moved(b, unit, x.qp, nhwc(4), lambda out: b.emit(Opcode.UPSAMPLE_NEAREST, [x_t, ym, xm], out))
+
+
+def _tile(b: PayloadBuilder, src: int, shape: tuple[int, ...], qp: QParams, perm: Perm, dim: int,
+          times: int) -> int:
+    """``src`` (a ``shape`` tensor in ``perm``) repeated ``times`` along logical ``dim``: CONCATs
+    of copies (up to MAX_OP_INPUTS per op, copies of a copy beyond that)."""
+    axis = inverse(perm)[dim]
+    pieces = [(src, 1)] * times
+    cache: dict[tuple[int, ...], tuple[int, int]] = {}
+    while len(pieces) > 1:
+        grouped = []
+        for i in range(0, len(pieces), MAX_OP_INPUTS):
+            group = pieces[i:i + MAX_OP_INPUTS]
+            key = tuple(t for t, _ in group)
+            if len(group) == 1:
+                grouped.append(group[0])
+                continue
+            if key not in cache:
+                reps = sum(n for _, n in group)
+                out = b.arena(tuple(d * reps if j == dim else d for j, d in enumerate(shape)), DType.INT8, qp, perm)
+                b.emit(Opcode.CONCAT, list(key), out, {"axis": axis})
+                cache[key] = (out, reps)
+            grouped.append(cache[key])
+        pieces = grouped
+    return pieces[0][0]
+
+
+@register
+class Expand(OpLowering):
+    """expand / expand_copy of an activation: a broadcast copy, as CONCATs of the input along
+    each dim it expands (nothing at all when no dim expands)."""
+
+    targets = ("aten.expand_copy.default", "aten.expand.default")
+
+    def lower(self, unit: Unit, b: PayloadBuilder) -> None:
+        x = b.operand(unit.inputs[0])
+        qin = x.qp
+        assert qin is not None
+        out_shape = static_shape(unit.output)
+        if len(out_shape) < x.rank:
+            raise Unsupported(f"expand of {x.shape} to the lower rank {out_shape}")
+        if len(out_shape) > x.rank:
+            x = b.reshaped(x, (1,) * (len(out_shape) - x.rank) + x.shape)
+        for d, o in zip(x.shape, out_shape, strict=True):
+            if d not in (1, o):
+                raise Unsupported(f"expand of {x.shape} to {out_shape}")
+        perm = b.any_layout(x, nhwc(x.rank))
+        cur = b.realize(x, perm)
+        shape = x.shape
+        for dim, times in enumerate(out_shape):
+            if shape[dim] == times:
+                continue
+            cur = _tile(b, cur, shape, qin, perm, dim, times)
+            shape = tuple(times if j == dim else s for j, s in enumerate(shape))
+        qout = qdq_params(unit.output)
+        if qout == qin:
+            b.alias(unit.output, perm, cur)  # the tiled (or, expanding nothing, the input's) bytes
+            return
+        _, out = b.define(unit.output, perm)
+        b.emit(Opcode.LUT, [cur, b.constant(requant_table(qin, qout))], out)

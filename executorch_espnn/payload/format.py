@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 MAGIC = b"ESNN"
 FORMAT_MAJOR = 2
-FORMAT_MINOR = 1  # 2.1: PRELU, UPSAMPLE_BILINEAR, TRANSPOSE_CONV2D, AVG_POOL2D_FLOAT; ADD's input multipliers may be negative
+FORMAT_MINOR = 1  # 2.1: PRELU, UPSAMPLE_BILINEAR, TRANSPOSE_CONV2D, LAYER_NORM, BATCH_MATMUL, AVG_POOL2D_FLOAT; ADD's input multipliers may be negative
 
 HEADER_SIZE = 64
 TENSOR_RECORD_SIZE = 24
@@ -119,7 +119,9 @@ class Opcode(enum.IntEnum):
     UPSAMPLE_BILINEAR = 20
     TRANSPOSE_CONV2D = 21
     # 22 stays free: sub is an ADD with a negated input multiplier (``ops/elementwise.py``)
-    # 23..27 belong to the attention and movement families
+    LAYER_NORM = 23
+    BATCH_MATMUL = 24
+    # 25..27 stay free (division by a number is a LUT, expand is CONCAT copies)
     AVG_POOL2D_FLOAT = 28
 
 
@@ -226,6 +228,18 @@ OP_SPECS: dict[Opcode, OpSpec] = {
             since_minor=1,
         ),
         OpSpec(
+            Opcode.LAYER_NORM,
+            ("input", "gamma", "beta"),
+            ("out_offset", "gamma_shift", "eps_hi", "eps_lo"),
+            since_minor=1,
+        ),
+        OpSpec(
+            Opcode.BATCH_MATMUL,
+            ("a", "b"),
+            ("a_offset", "b_offset", "out_mult", "out_shift", "out_offset", "act_min", "act_max"),
+            since_minor=1,
+        ),
+        OpSpec(
             Opcode.AVG_POOL2D_FLOAT,
             ("input", "dequant"),
             (*_POOL_PARAMS, "divisor_mode", "torch_op"),
@@ -269,3 +283,14 @@ MAX_REDUCTION = 65535
 MAX_ABS_BIAS = 1 << 24
 MAX_MEAN_COUNT = 1 << 23
 MAX_POOL_WINDOW = 1 << 23
+
+# LAYER_NORM: rows of at most this many values keep every sum of its integer algorithm in
+# int64 (docs/payload-format.md); gamma_shift in 0..31; eps_hi in 0..LAYER_NORM_EPS_HI_MAX
+# (the fixed-point epsilon below 2^61); beta below 2^31 in Q16 output units.
+LAYER_NORM_MAX_ROW = 4096
+LAYER_NORM_GAMMA_SHIFT_MAX = 31
+LAYER_NORM_EPS_HI_MAX = (1 << 29) - 1
+LAYER_NORM_FRAC_BITS = 16  # beta and the rescaled product are Q16 output units
+# BATCH_MATMUL: |a + a_offset| and |b + b_offset| are at most 255, so a reduction of up to
+# this many products stays below 2^31
+MAX_MATMUL_DEPTH = 32768

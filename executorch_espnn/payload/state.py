@@ -45,6 +45,8 @@ OP_STATE_BYTES: dict[Opcode, int] = {
     Opcode.UPSAMPLE_BILINEAR: 24,
     Opcode.TRANSPOSE_CONV2D: 48,
     Opcode.AVG_POOL2D_FLOAT: 52,
+    Opcode.LAYER_NORM: 24,
+    Opcode.BATCH_MATMUL: 48,
 }
 
 

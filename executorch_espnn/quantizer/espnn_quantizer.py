@@ -12,6 +12,7 @@ from ..errors import QuantizerConfigError
 from .annotators import BY_TARGET
 from .config import EspNNQuantizationConfig
 from .context import AnnotationContext, is_annotated, is_float_result
+from .rewrites import rewrite_for_annotation
 from .scope import ConfigScope
 
 if TYPE_CHECKING:
@@ -71,6 +72,14 @@ class EspNNQuantizer(Quantizer):  # type: ignore[misc]  # torchao is untyped
 
     def _checked(self, config: object) -> EspNNQuantizationConfig | None:
         return _checked(config, self.is_qat)
+
+    def transform_for_annotation(self, model: GraphModule) -> GraphModule:
+        """Rewrite what the delegate cannot take as it is into equivalent operators it can
+        (``executorch_espnn.quantizer.rewrites``: batch norms without a convolution,
+        ``unbind``, scaled dot product attention, rank-5/6 data movement), in the regions
+        this quantizer quantizes."""
+        scope = self.scope
+        return rewrite_for_annotation(model, lambda node: scope.config_for(node) is not None)
 
     def annotate(self, model: GraphModule) -> GraphModule:
         ctx = AnnotationContext(self.scope)

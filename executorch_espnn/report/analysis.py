@@ -101,6 +101,34 @@ def _hwc(dims: tuple[int, ...]) -> str:
     return "x".join(str(d) for d in (dims[1:] if len(dims) == 4 else dims))
 
 
+def _dims(dims: tuple[int, ...]) -> str:
+    return "x".join(str(d) for d in dims)
+
+
+def _matmul_layer(part: int, i: int, p: Payload) -> FastPathLayer:
+    """BATCH_MATMUL runs one esp_nn_fully_connected_s8 call per row of a, with b (handed over
+    transposed) as the filter and b's zero point as ESP-NN's filter offset."""
+    op = p.ops[i]
+    a_id, b_id = op.inputs[0], op.inputs[1]
+    assert a_id is not None and b_id is not None
+    a, bt, y = p.tensors[a_id], p.tensors[b_id], p.tensors[op.output]
+    m, k = a.dims[-2], a.dims[-1]
+    n = bt.dims[-2]
+    rows = y.numel // n
+    layer = f"matmul {m}x{k} @ {k}x{n}" + (f" x{rows // m} batches" if rows > m else "")
+    # every dim (a batch of heads is no image, unlike _hwc's NHWC shapes)
+    shape = " -> ".join((f"{_dims(a.dims)}, {_dims(bt.dims)}", _dims(y.dims)))
+    macs = rows * n * k
+    if op.params["b_offset"] != 0:
+        return FastPathLayer(part, i, layer, shape, macs, False,
+                             "b's zero point is not 0 (ESP-NN's filter offset): ESP-NN's s16 kernel")
+    if k < 16:
+        return FastPathLayer(part, i, layer, shape, macs, False, f"row_len {k} < 16: ESP-NN's s16 fallback")
+    if (a.storage == Storage.ARENA and a.offset % 16) or (rows > 1 and k % 16):
+        return FastPathLayer(part, i, layer, shape, macs, False, "rows of a not 16-byte aligned")
+    return FastPathLayer(part, i, layer, shape, macs, True, "row_len >= 16, b's zero point 0, aligned")
+
+
 #: operators ESP-NN has no kernel for, run by the engine's own C kernel (engine/ops/*.c); the
 #: fast-path table lists them so that every layer's status is visible
 ENGINE_KERNEL_OPS = {
@@ -134,9 +162,19 @@ def _engine_kernel_layer(part: int, i: int, p: Payload) -> FastPathLayer:
 
 
 def _fast_path_layer(part: int, i: int, p: Payload) -> FastPathLayer | None:
+    """The fast-path record of op ``i`` when it is a MAC layer (conv, FC, matmul, layer norm)
+    or a layer ESP-NN has no kernel for."""
     op = p.ops[i]
     if op.opcode in ENGINE_KERNEL_OPS:
         return _engine_kernel_layer(part, i, p)
+    if op.opcode == Opcode.BATCH_MATMUL:
+        return _matmul_layer(part, i, p)
+    if op.opcode == Opcode.LAYER_NORM:
+        x = p.tensors[op.output]
+        d = x.dims[-1]
+        # two multiplies per element (the square for the variance, gamma)
+        return FastPathLayer(part, i, f"layer norm over {d}", _hwc(x.dims), 2 * x.numel, False,
+                             "engine C kernel (ESP-NN has no layer norm)")
     if op.opcode not in (Opcode.CONV2D, Opcode.DEPTHWISE_CONV2D, Opcode.FULLY_CONNECTED):
         return None
     x_id, w_id = op.inputs[0], op.inputs[1]

@@ -106,8 +106,9 @@ class PartitionReport:
 
 @dataclass(frozen=True)
 class FastPathLayer:
-    """A conv/depthwise/FC layer and whether ESP-NN's ESP32-S3 optimised kernel takes it; or a
-    layer ESP-NN has no kernel for (PReLU, bilinear upsampling, transposed conv: never fast)."""
+    """A conv/depthwise/FC/matmul/layer-norm layer and whether ESP-NN's ESP32-S3 optimised
+    kernel takes it; or a layer ESP-NN has no kernel for (PReLU, bilinear upsampling,
+    transposed conv, layer norm: never fast, they are the engine's own C kernels)."""
 
     partition: int
     op: int  # op index inside the payload
@@ -162,8 +163,8 @@ class LoweringReport:
 
     @property
     def fast_path_mac_share(self) -> float | None:
-        """Share of conv/depthwise/FC/transposed-conv MACs in layers that meet the S3 fast-path
-        conditions."""
+        """Share of conv/depthwise/FC/transposed-conv/matmul (and layer norm) MACs in layers that
+        meet the S3 fast-path conditions."""
         total = sum(layer.macs for layer in self.fast_path)
         if total == 0:
             return None

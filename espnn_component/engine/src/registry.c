@@ -30,6 +30,8 @@ extern const espnn_op_family_t espnn_family_upsample_nearest;
 extern const espnn_op_family_t espnn_family_prelu;
 extern const espnn_op_family_t espnn_family_upsample_bilinear;
 extern const espnn_op_family_t espnn_family_transpose_conv2d;
+extern const espnn_op_family_t espnn_family_layer_norm;
+extern const espnn_op_family_t espnn_family_batch_matmul;
 extern const espnn_op_family_t espnn_family_avg_pool2d_float;
 
 /* QUANTIZE, DEQUANTIZE, TRANSPOSE */
@@ -51,6 +53,7 @@ static const char *const p_add[] = {
     "a_offset", "b_offset", "a_mult", "a_shift", "b_mult", "b_shift", "left_shift", "out_mult",
     "out_shift", "out_offset", "act_min", "act_max",
 };
+/* MUL, BATCH_MATMUL */
 static const char *const p_mul[] = {
     "a_offset", "b_offset", "out_mult", "out_shift", "out_offset", "act_min", "act_max",
 };
@@ -84,6 +87,9 @@ static const char *const p_transpose_conv2d[] = {
     "stride_h", "stride_w", "pad_top", "pad_left", "pad_bottom", "pad_right", "dilation_h",
     "dilation_w", "out_pad_h", "out_pad_w", "groups", "in_offset", "out_offset", "act_min",
     "act_max",
+};
+static const char *const p_layer_norm[] = {
+    "out_offset", "gamma_shift", "eps_hi", "eps_lo",
 };
 static const char *const p_avg_pool2d_float[] = {
     "kernel_h", "kernel_w", "stride_h", "stride_w", "pad_top", "pad_left", "pad_bottom",
@@ -167,6 +173,14 @@ static const espnn_op_spec_t specs[ESPNN_OP_COUNT] = {
         .name = "TRANSPOSE_CONV2D", .n_inputs = 5, .n_params = ESPNN_PARAMS_TRANSPOSE_CONV2D,
         .optional_mask = 0x04u, .since_minor = 1, .params = p_transpose_conv2d,
     },
+    [ESPNN_OP_LAYER_NORM] = {
+        .name = "LAYER_NORM", .n_inputs = 3, .n_params = ESPNN_PARAMS_LAYER_NORM, .since_minor = 1,
+        .params = p_layer_norm,
+    },
+    [ESPNN_OP_BATCH_MATMUL] = {
+        .name = "BATCH_MATMUL", .n_inputs = 2, .n_params = ESPNN_PARAMS_BATCH_MATMUL,
+        .since_minor = 1, .params = p_mul,
+    },
     [ESPNN_OP_AVG_POOL2D_FLOAT] = {
         .name = "AVG_POOL2D_FLOAT", .n_inputs = 2, .n_params = ESPNN_PARAMS_AVG_POOL2D_FLOAT,
         .since_minor = 1, .params = p_avg_pool2d_float,
@@ -195,6 +209,8 @@ static const espnn_op_family_t *const families[ESPNN_OP_COUNT] = {
     [ESPNN_OP_PRELU] = &espnn_family_prelu,
     [ESPNN_OP_UPSAMPLE_BILINEAR] = &espnn_family_upsample_bilinear,
     [ESPNN_OP_TRANSPOSE_CONV2D] = &espnn_family_transpose_conv2d,
+    [ESPNN_OP_LAYER_NORM] = &espnn_family_layer_norm,
+    [ESPNN_OP_BATCH_MATMUL] = &espnn_family_batch_matmul,
     [ESPNN_OP_AVG_POOL2D_FLOAT] = &espnn_family_avg_pool2d_float,
 };
 

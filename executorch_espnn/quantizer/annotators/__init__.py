@@ -9,7 +9,8 @@ from torch._ops import OpOverload
 
 from .base import Annotator
 from .conv_linear import ConvLinearAnnotator, ConvTransposeAnnotator
-from .elementwise import AddAnnotator, MulAnnotator, SubAnnotator
+from .elementwise import AddAnnotator, DivAnnotator, MulAnnotator, SubAnnotator
+from .norm_matmul import LayerNormAnnotator, MatmulAnnotator
 from .prelu import PReluAnnotator
 from .shared import CatAnnotator, MeanAnnotator, SharedInputAnnotator, SplitAnnotator
 from .softmax import SoftmaxAnnotator
@@ -21,6 +22,9 @@ ANNOTATORS: tuple[Annotator, ...] = (
     AddAnnotator(),
     SubAnnotator(),
     MulAnnotator(),
+    DivAnnotator(),
+    LayerNormAnnotator(),
+    MatmulAnnotator(),
     SharedInputAnnotator(),
     MeanAnnotator(),
     CatAnnotator(),

@@ -1,6 +1,6 @@
-"""Binary elementwise add and sub (with fused activation) and mul: every tensor input and the
-output observed separately (ESP-NN rescales each input to the output scale; sub is its add
-with the second operand's multiplier negated)."""
+"""Binary elementwise add and sub (with fused activation), mul and division by a number:
+every tensor input and the output observed separately (ESP-NN rescales each input to the
+output scale; sub is its add with the second operand's multiplier negated)."""
 
 from __future__ import annotations
 
@@ -46,3 +46,15 @@ class MulAnnotator:
 
     def annotate(self, node: Node, cfg: EspNNQuantizationConfig, ctx: AnnotationContext) -> None:
         annotate(node, _tensor_inputs(node, cfg, ctx), cfg.activation)
+
+
+class DivAnnotator:
+    """``x / c`` for a number ``c`` (attention's ``/ sqrt(d)``): a unary function, a lookup
+    table on the device.  A tensor divisor stays float."""
+
+    targets: frozenset[OpOverload] = frozenset({aten.div.Tensor, aten.div_.Tensor})
+
+    def annotate(self, node: Node, cfg: EspNNQuantizationConfig, ctx: AnnotationContext) -> None:
+        x, d = node.args[0], node.args[1]
+        if isinstance(x, Node) and isinstance(d, (int, float)) and not isinstance(d, bool):
+            annotate(node, {x: ctx.act_input(x, cfg)}, cfg.activation)

@@ -52,6 +52,8 @@ _SINGLE_INPUT: frozenset[OpOverload] = frozenset({
     aten.alpha_dropout_.default,
     aten.feature_alpha_dropout.default,
     aten.feature_alpha_dropout_.default,
+    # broadcast copies values
+    aten.expand.default,
     # nearest upsampling copies values; bilinear's are convex combinations of the input's
     aten.upsample_nearest2d.vec,
     aten.upsample_nearest2d.default,

@@ -1,0 +1,33 @@
+"""Layer norm and activation x activation matrix products: every activation input observed
+(or sharing its producer's quantization), the output with its own observer.  Layer norm's
+weight and bias stay float: the lowering turns them into per-channel integer constants."""
+
+from __future__ import annotations
+
+from torch._ops import OpOverload
+from torch.fx import Node
+
+from ..config import EspNNQuantizationConfig
+from ..context import AnnotationContext, annotate
+from .patterns import aten
+
+
+class LayerNormAnnotator:
+    targets: frozenset[OpOverload] = frozenset({aten.layer_norm.default})
+
+    def annotate(self, node: Node, cfg: EspNNQuantizationConfig, ctx: AnnotationContext) -> None:
+        x = node.args[0]
+        if isinstance(x, Node):
+            annotate(node, {x: ctx.act_input(x, cfg)}, cfg.activation)
+
+
+class MatmulAnnotator:
+    """``a @ b`` with both operands activations (attention's ``q @ k^T`` and ``p @ v``);
+    a constant operand is quantized per tensor like an activation."""
+
+    targets: frozenset[OpOverload] = frozenset({aten.matmul.default, aten.bmm.default, aten.mm.default})
+
+    def annotate(self, node: Node, cfg: EspNNQuantizationConfig, ctx: AnnotationContext) -> None:
+        a, b = node.args[0], node.args[1]
+        if isinstance(a, Node) and isinstance(b, Node):
+            annotate(node, {a: ctx.act_input(a, cfg), b: ctx.act_input(b, cfg)}, cfg.activation)
