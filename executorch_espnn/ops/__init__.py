@@ -29,7 +29,19 @@ from __future__ import annotations
 from ..unsupported import Unsupported
 
 # importing the family modules registers their lowerings (``@register``)
-from . import activation, conv, elementwise, linear, matmul, movement, norm, pool, prelu, resize, softmax  # noqa: F401
+from . import (  # noqa: F401
+    activation,
+    conv,
+    elementwise,
+    linear,
+    matmul,
+    movement,
+    norm,
+    pool,
+    prelu,
+    resize,
+    softmax,
+)
 from .base import _CLASSES, OpLowering, Registry, Unit, register
 
 __all__ = ["OpLowering", "Registry", "Unit", "Unsupported", "build_registry", "register"]
