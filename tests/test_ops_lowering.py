@@ -166,6 +166,14 @@ SUB_CASES = [
          [Q, "ADD", DQ]),
     Case("sub_scalar_lut", f(lambda m, x: x - 0.75), ((1, 3, 4, 4),), [Q, "LUT", DQ]),
     Case("rsub_scalar_lut", f(lambda m, x: 1.5 - x), ((1, 3, 4, 4),), [Q, "LUT", DQ]),
+    # Python ints are promoted to float32 by PyTorch; the quantizer's rewrite writes them as
+    # that float, so they are numbers to the lowering too (quantizer/rewrites/scalars.py)
+    Case("add_int_lut", f(lambda m, x: x + 1), ((1, 3, 4, 4),), [Q, "LUT", DQ]),
+    Case("sub_int_lut", f(lambda m, x: x - 2), ((1, 3, 4, 4),), [Q, "LUT", DQ]),
+    Case("rsub_int_lut", f(lambda m, x: 3 - x), ((1, 3, 4, 4),), [Q, "LUT", DQ]),
+    Case("mul_int_lut", f(lambda m, x: x * 3), ((1, 3, 4, 4),), [Q, "LUT", DQ]),
+    Case("div_int_lut", f(lambda m, x: x / x.shape[2]),
+         ((1, 3, 4, 4),), [Q, "LUT", DQ]),
     Case("rsub_alpha_lut", f(lambda m, x: torch.rsub(x, 2.0, alpha=3)), ((2, 9),), [Q, "LUT", DQ]),
 ]
 

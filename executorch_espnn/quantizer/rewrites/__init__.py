@@ -9,7 +9,8 @@ quantized model ``convert_pt2e`` produces computes exactly what the device compu
 * ``unbind``: each piece becomes a ``select``;
 * ``attention``: ``scaled_dot_product_attention`` becomes ``softmax(q @ k^T * scale) @ v``;
 * ``rank``: data movement through rank-5/6 tensors is rebuilt with rank <= 4 steps;
-* ``reshape``: a reshape of a non-contiguous tensor becomes ``contiguous`` + ``view``.
+* ``reshape``: a reshape of a non-contiguous tensor becomes ``contiguous`` + ``view``;
+* ``scalars``: a Python int operand of add/sub/mul/div becomes the float it is promoted to.
 
 Only nodes whose region is quantized (its config is not ``None``) are rewritten, so a region
 left in float keeps its operators as the user wrote them.
@@ -25,6 +26,7 @@ from .attention import rewrite_sdpa, sdpa_refusal
 from .batch_norm import rewrite_batch_norm
 from .rank import rewrite_rank
 from .reshape import rewrite_reshape
+from .scalars import rewrite_int_scalars
 from .unbind import rewrite_unbind
 
 REWRITES: tuple[Callable[[GraphModule, Callable[[Node], bool]], bool], ...] = (
@@ -33,6 +35,7 @@ REWRITES: tuple[Callable[[GraphModule, Callable[[Node], bool]], bool], ...] = (
     rewrite_sdpa,
     rewrite_rank,
     rewrite_reshape,
+    rewrite_int_scalars,
 )
 
 
