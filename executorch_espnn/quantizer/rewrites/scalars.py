@@ -45,9 +45,9 @@ def rewrite_int_scalars(gm: GraphModule, quantized: Callable[[Node], bool]) -> b
             continue
         a, b = node.args[0], node.args[1]
         if _float_tensor(a) and _exact_int(b):
-            node.args = (a, float(b), *node.args[2:])  # type: ignore[arg-type]
+            node.args = (a, float(b), *node.args[2:])
             changed = True
         elif _float_tensor(b) and _exact_int(a):
-            node.args = (float(a), b, *node.args[2:])  # type: ignore[arg-type]
+            node.args = (float(a), b, *node.args[2:])
             changed = True
     return changed
