@@ -242,7 +242,7 @@ def test_cli_without_labels_writes_the_accuracy_to_both_reports(trained: Trained
 def test_an_already_quantized_model_is_compared_with_its_own_pt2e_program(trained: Trained) -> None:
     """A model quantized by the user (or QAT's convert_qat) has no float model: the report
     compares the chip's bits with the PT2E program only, per output and per layer."""
-    from tests.lowering_helpers import quantize_module
+    from devkit.lowering_helpers import quantize_module
 
     ex = (trained.x_train[0],)
     converted = quantize_module(trained.model, ex, calib=[(trained.x_train[i],) for i in range(32)])

@@ -11,10 +11,10 @@ import pytest
 import torch
 from torch import nn
 
+from devkit.lowering_helpers import lower, lsb_errors
 from executorch_espnn.reference import run_delegate
 from executorch_espnn.report import build_report
 from tests.arch_blocks import EfficientViTTiny, MobileViTTiny, ShuffleNetTiny, digits_images, split
-from tests.lowering_helpers import lower, lsb_errors
 
 MODELS: dict[str, type[nn.Module]] = {
     "shufflenet": ShuffleNetTiny, "mobilevit": MobileViTTiny, "efficientvit": EfficientViTTiny,

@@ -2,7 +2,7 @@
 division by a number, expand, and the rank-5/6 movement, SDPA and unbind rewrites.  Each
 one-op (or small) module goes through EspNNQuantizer -> EspNNPartitioner; the delegate must
 take all of it, hold the expected payload ops, and match PyTorch's convert_pt2e module
-within 1 LSB on every element (tests.lowering_helpers.check_numerics).  What stays on the
+within 1 LSB on every element (devkit.lowering_helpers.check_numerics).  What stays on the
 CPU says why."""
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from devkit.lowering_helpers import check_numerics, lower, opcode_set
 from executorch_espnn.graph.qdq import QParams
 from executorch_espnn.ops.norm import layer_norm_constants
 from executorch_espnn.payload import Opcode
 from executorch_espnn.quantizer import EspNNQuantizer
 from executorch_espnn.unsupported import Unsupported
 from tests.arch_blocks import Attention, channel_shuffle
-from tests.lowering_helpers import check_numerics, lower, opcode_set
 
 
 class Fn(nn.Module):
