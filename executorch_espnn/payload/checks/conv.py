@@ -30,6 +30,23 @@ def _check_conv_geometry(c: OpCheck, n: int, h: int, w: int, kh: int, kw: int) -
     return oh, ow
 
 
+def grouped_filter_reduction(c: OpCheck, fdims: tuple[int, ...], cin: int, cout: int) -> int:
+    """``groups`` and the filter ``[Cout, KH, KW, Cin/groups]`` of a grouped convolution (plain
+    or transposed); the reduction's length, within MAX_REDUCTION."""
+    g = c.param("groups", 1, MAX_DIM)
+    if cin % g or cout % g:
+        raise c.err("groups", f"{g} does not divide in_ch {cin} and out_ch {cout}")
+    if fdims[0] != cout or fdims[3] != cin // g:
+        raise c.err("filter", f"shape {fdims}, expected ({cout}, KH, KW, {cin // g})")
+    return bounded_reduction(c, fdims[1] * fdims[2] * (cin // g))
+
+
+def bounded_reduction(c: OpCheck, reduction: int) -> int:
+    if reduction > MAX_REDUCTION:
+        raise c.err("filter", f"reduction of {reduction} terms exceeds {MAX_REDUCTION}")
+    return reduction
+
+
 @check(Opcode.CONV2D, Opcode.DEPTHWISE_CONV2D)
 def conv(c: OpCheck) -> None:
     depthwise = c.op.opcode == Opcode.DEPTHWISE_CONV2D
@@ -45,16 +62,9 @@ def conv(c: OpCheck) -> None:
             raise c.err("filter", f"shape {f.dims}, expected (1, KH, KW, {cout})")
         if cin * mult != cout:
             raise c.err("ch_mult", f"in_ch {cin} * ch_mult {mult} != out_ch {cout}")
-        reduction = kh * kw
+        bounded_reduction(c, kh * kw)
     else:
-        g = c.param("groups", 1, MAX_DIM)
-        if cin % g or cout % g:
-            raise c.err("groups", f"{g} does not divide in_ch {cin} and out_ch {cout}")
-        if f.dims[0] != cout or f.dims[3] != cin // g:
-            raise c.err("filter", f"shape {f.dims}, expected ({cout}, KH, KW, {cin // g})")
-        reduction = kh * kw * (cin // g)
-    if reduction > MAX_REDUCTION:
-        raise c.err("filter", f"reduction of {reduction} terms exceeds {MAX_REDUCTION}")
+        grouped_filter_reduction(c, f.dims, cin, cout)
     oh, ow = _check_conv_geometry(c, n, h, w, kh, kw)
     if o.dims != (n, oh, ow, cout):
         raise c.err("output", f"shape {o.dims}, expected {(n, oh, ow, cout)}")

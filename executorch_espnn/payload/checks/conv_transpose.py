@@ -3,7 +3,8 @@ padding), reduction bound, weights and requantisation."""
 
 from __future__ import annotations
 
-from ..format import MAX_DIM, MAX_REDUCTION, Opcode
+from ..format import MAX_DIM, Opcode
+from .conv import grouped_filter_reduction
 from .registry import OpCheck, check
 
 
@@ -20,14 +21,7 @@ def transpose_conv2d(c: OpCheck) -> None:
     n, h, w, cin = x.dims
     cout = o.dims[3]
     kh, kw = f.dims[1], f.dims[2]
-    g = c.param("groups", 1, MAX_DIM)
-    if cin % g or cout % g:
-        raise c.err("groups", f"{g} does not divide in_ch {cin} and out_ch {cout}")
-    if f.dims[0] != cout or f.dims[3] != cin // g:
-        raise c.err("filter", f"shape {f.dims}, expected ({cout}, KH, KW, {cin // g})")
-    reduction = kh * kw * (cin // g)
-    if reduction > MAX_REDUCTION:
-        raise c.err("filter", f"reduction of {reduction} terms exceeds {MAX_REDUCTION}")
+    grouped_filter_reduction(c, f.dims, cin, cout)
     sh = c.param("stride_h", 1, MAX_DIM)
     sw = c.param("stride_w", 1, MAX_DIM)
     dh = c.param("dilation_h", 1, MAX_DIM)
