@@ -51,19 +51,8 @@ static espnn_status_t prepare(espnn_prep_t *p)
         return espnn_prep_fail(p, "output", o.numel, fits ? (int64_t)want : -1);
     }
     /* k <= 65535 is implied by the dims limit */
-    st = espnn_prep_in_offset(p, ESPNN_P_FULLY_CONNECTED_IN_OFFSET);
-    if (st == ESPNN_OK) {
-        st = espnn_prep_out_offset(p, ESPNN_P_FULLY_CONNECTED_OUT_OFFSET);
-    }
-    if (st == ESPNN_OK) {
-        st = espnn_prep_act(p, ESPNN_P_FULLY_CONNECTED_ACT_MIN, ESPNN_P_FULLY_CONNECTED_ACT_MAX);
-    }
-    if (st == ESPNN_OK) {
-        st = espnn_prep_filter_bias(p, n_out);
-    }
-    if (st == ESPNN_OK) {
-        st = espnn_prep_requant_arrays(p, n_out);
-    }
+    st = espnn_prep_weighted(p, ESPNN_P_FULLY_CONNECTED_IN_OFFSET, ESPNN_P_FULLY_CONNECTED_OUT_OFFSET, ESPNN_P_FULLY_CONNECTED_ACT_MIN,
+                             ESPNN_P_FULLY_CONNECTED_ACT_MAX, n_out);
     if (st != ESPNN_OK) {
         return st;
     }

@@ -117,19 +117,8 @@ static espnn_status_t prepare(espnn_prep_t *p)
                                o.dims[0] != n ? o.dims[0] : (o.dims[1] != oh ? o.dims[1] : o.dims[2]),
                                o.dims[0] != n ? n : (o.dims[1] != oh ? oh : ow));
     }
-    st = espnn_prep_in_offset(p, ESPNN_P_TRANSPOSE_CONV2D_IN_OFFSET);
-    if (st == ESPNN_OK) {
-        st = espnn_prep_out_offset(p, ESPNN_P_TRANSPOSE_CONV2D_OUT_OFFSET);
-    }
-    if (st == ESPNN_OK) {
-        st = espnn_prep_act(p, ESPNN_P_TRANSPOSE_CONV2D_ACT_MIN, ESPNN_P_TRANSPOSE_CONV2D_ACT_MAX);
-    }
-    if (st == ESPNN_OK) {
-        st = espnn_prep_filter_bias(p, cout);
-    }
-    if (st == ESPNN_OK) {
-        st = espnn_prep_requant_arrays(p, cout);
-    }
+    st = espnn_prep_weighted(p, ESPNN_P_TRANSPOSE_CONV2D_IN_OFFSET, ESPNN_P_TRANSPOSE_CONV2D_OUT_OFFSET, ESPNN_P_TRANSPOSE_CONV2D_ACT_MIN,
+                             ESPNN_P_TRANSPOSE_CONV2D_ACT_MAX, cout);
     if (st != ESPNN_OK) {
         return st;
     }

@@ -102,19 +102,8 @@ espnn_status_t espnn_prep_conv(espnn_prep_t *p, bool depthwise, espnn_conv_geom_
         return espnn_prep_fail(p, "output", o.dims[0] != n ? o.dims[0] : (o.dims[1] != oh ? o.dims[1] : o.dims[2]),
                                o.dims[0] != n ? n : (o.dims[1] != oh ? oh : ow));
     }
-    st = espnn_prep_in_offset(p, ESPNN_P_CONV2D_IN_OFFSET);
-    if (st == ESPNN_OK) {
-        st = espnn_prep_out_offset(p, ESPNN_P_CONV2D_OUT_OFFSET);
-    }
-    if (st == ESPNN_OK) {
-        st = espnn_prep_act(p, ESPNN_P_CONV2D_ACT_MIN, ESPNN_P_CONV2D_ACT_MAX);
-    }
-    if (st == ESPNN_OK) {
-        st = espnn_prep_filter_bias(p, cout);
-    }
-    if (st == ESPNN_OK) {
-        st = espnn_prep_requant_arrays(p, cout);
-    }
+    st = espnn_prep_weighted(p, ESPNN_P_CONV2D_IN_OFFSET, ESPNN_P_CONV2D_OUT_OFFSET, ESPNN_P_CONV2D_ACT_MIN,
+                             ESPNN_P_CONV2D_ACT_MAX, cout);
     if (st != ESPNN_OK) {
         return st;
     }

@@ -163,6 +163,11 @@ espnn_status_t espnn_prep_out_offset(espnn_prep_t *p, uint32_t index);
 espnn_status_t espnn_prep_filter_bias(espnn_prep_t *p, uint32_t n_out);
 /* mult (slot 3) and shift (slot 4): int32 [n], mult >= 0, shift in [-31, 0] */
 espnn_status_t espnn_prep_requant_arrays(espnn_prep_t *p, uint32_t n);
+/* what every weighted op (conv, transposed conv, fully connected) checks after its shapes, in
+ * this order: in_offset, out_offset, act_min/act_max (parameter indices), filter and bias,
+ * mult and shift for n_out output channels */
+espnn_status_t espnn_prep_weighted(espnn_prep_t *p, uint32_t i_in_offset, uint32_t i_out_offset,
+                                   uint32_t i_act_min, uint32_t i_act_max, uint32_t n_out);
 
 int32_t espnn_const_i32(const espnn_prep_t *p, const espnn_tview_t *t, uint32_t index);
 

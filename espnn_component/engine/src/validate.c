@@ -198,6 +198,25 @@ espnn_status_t espnn_prep_requant_arrays(espnn_prep_t *p, uint32_t n)
     return st;
 }
 
+espnn_status_t espnn_prep_weighted(espnn_prep_t *p, uint32_t i_in_offset, uint32_t i_out_offset,
+                                   uint32_t i_act_min, uint32_t i_act_max, uint32_t n_out)
+{
+    espnn_status_t st = espnn_prep_in_offset(p, i_in_offset);
+    if (st == ESPNN_OK) {
+        st = espnn_prep_out_offset(p, i_out_offset);
+    }
+    if (st == ESPNN_OK) {
+        st = espnn_prep_act(p, i_act_min, i_act_max);
+    }
+    if (st == ESPNN_OK) {
+        st = espnn_prep_filter_bias(p, n_out);
+    }
+    if (st == ESPNN_OK) {
+        st = espnn_prep_requant_arrays(p, n_out);
+    }
+    return st;
+}
+
 /* ---- the op pass ---------------------------------------------------------------------- */
 
 static espnn_status_t prepare_op(const uint8_t *buf, const espnn_hdr_t *hdr, espnn_error_t *err,
