@@ -213,3 +213,63 @@ def op_by_op(low: Lowered, xs: Sequence[torch.Tensor]) -> list[tuple[str, int, i
             d = np.abs(got.astype(np.int32) - ref.reshape(got.shape).astype(np.int32))
             out.append((ref_name, i, int((d > 0).sum()), int(d.max())))
     return out
+
+
+def golden_q_values(quantized: torch.fx.GraphModule, x: torch.Tensor) -> list[tuple[float, int, np.ndarray]]:
+    """(scale, zero point, int8 values) of every quantize node of PyTorch's quantized program
+    (``LoweredModel.quantized_program.module()``) run on ``x``: the independent golden of a
+    layer-by-layer check."""
+    out: list[tuple[float, int, np.ndarray]] = []
+
+    class Tap(torch.fx.Interpreter):
+        def run_node(self, n: torch.fx.Node) -> object:
+            r = super().run_node(n)
+            if n.op == "call_function" and n.target == torch.ops.quantized_decomposed.quantize_per_tensor.default:
+                out.append((float(n.args[1]), int(n.args[2]), r.numpy().copy()))  # type: ignore[arg-type, union-attr]
+            return r
+
+    with torch.no_grad():
+        Tap(quantized).run(x)
+    return out
+
+
+def as_payload_layout(v: np.ndarray, dims: tuple[int, ...], nhwc: bool) -> np.ndarray | None:
+    """A golden NCHW value in the payload tensor's layout, or None when the sizes differ."""
+    if v.size != int(np.prod(dims)):
+        return None
+    if nhwc and v.ndim == 4:
+        v = v.transpose(0, 2, 3, 1)
+    return v.reshape(dims)
+
+
+def check_in_place(quantized: torch.fx.GraphModule, payload: bytes, x: torch.Tensor, max_lsb: int = 1,
+                   what: str = "") -> int:
+    """Run ``payload`` op by op through the reference executor, fed PyTorch's own int8 values:
+    after each op, its int8 output must be within ``max_lsb`` of the golden tensor with the same
+    quantization and size (the closest one, since a value may be quantized more than once), and
+    the golden replaces it before the next op so an error cannot carry into later layers.
+    Returns how many ops were checked."""
+    from executorch_espnn.payload import DType
+    from executorch_espnn.payload.format import TENSOR_FLAG_NHWC
+    from executorch_espnn.reference import Executor
+
+    p = decode(payload)
+    golden = golden_q_values(quantized, x)
+    ex = Executor(payload, [x.numpy()])
+    checked = 0
+    for i, op in enumerate(p.ops):
+        ex.run_op(i)
+        t = p.tensors[op.output]
+        if t.dtype != DType.INT8:
+            continue
+        got = np.asarray(ex.tensor(op.output)).reshape(t.dims)
+        cands = [g for s, zp, v in golden
+                 if np.isclose(s, t.scale, rtol=1e-6, atol=0) and zp == t.zero_point
+                 and (g := as_payload_layout(v, t.dims, bool(t.flags & TENSOR_FLAG_NHWC))) is not None]
+        assert cands, f"{what} op {i} {op.opcode.name}: no golden tensor with its quantization and size"
+        best = min(cands, key=lambda g: int(np.abs(g.astype(np.int32) - got.astype(np.int32)).max()))
+        worst = int(np.abs(best.astype(np.int32) - got.astype(np.int32)).max())
+        assert worst <= max_lsb, f"{what} op {i} {op.opcode.name}: {worst} LSB from the golden"
+        ex.tensor(op.output)[...] = best.reshape(np.asarray(ex.tensor(op.output)).shape)
+        checked += 1
+    return checked

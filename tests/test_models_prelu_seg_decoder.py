@@ -27,12 +27,12 @@ import pytest
 import torch
 
 import executorch_espnn as ee
+from devkit.lowering_helpers import check_in_place
 from executorch_espnn import host
 from executorch_espnn.lowering import LoweredModel
-from executorch_espnn.payload import DType, Opcode, decode
-from executorch_espnn.payload.format import TENSOR_FLAG_NHWC
+from executorch_espnn.payload import Opcode
 from executorch_espnn.pte import read_program
-from executorch_espnn.reference import Executor, run_delegate
+from executorch_espnn.reference import run_delegate
 from tests.models_prelu_seg_decoder import Trained, train
 
 pytestmark = pytest.mark.slow
@@ -79,31 +79,6 @@ def _test_inputs(tr: Trained) -> list[torch.Tensor]:
     return [x[i:i + 1] for i in range(x.shape[0])]
 
 
-def _golden_q_values(lm: LoweredModel, x: torch.Tensor) -> list[tuple[float, int, np.ndarray]]:
-    """(scale, zero point, int8 values) of every quantize node of the golden program."""
-    assert lm.quantized_program is not None
-    out: list[tuple[float, int, np.ndarray]] = []
-
-    class Tap(torch.fx.Interpreter):
-        def run_node(self, n: torch.fx.Node) -> object:
-            r = super().run_node(n)
-            if n.op == "call_function" and n.target == torch.ops.quantized_decomposed.quantize_per_tensor.default:
-                out.append((float(n.args[1]), int(n.args[2]), r.numpy().copy()))  # type: ignore[arg-type, union-attr]
-            return r
-
-    with torch.no_grad():
-        Tap(lm.quantized_program.module()).run(x)
-    return out
-
-
-def _payload_layout(v: np.ndarray, dims: tuple[int, ...], nhwc: bool) -> np.ndarray | None:
-    if v.size != int(np.prod(dims)):
-        return None
-    if nhwc and v.ndim == 4:
-        v = v.transpose(0, 2, 3, 1)
-    return v.reshape(dims)
-
-
 @pytest.mark.parametrize("arch", ARCHS, ids=[a.name for a in ARCHS])
 def test_one_partition_nothing_on_the_cpu(arch: Arch) -> None:
     lm = _lowered(arch.name)
@@ -121,24 +96,9 @@ def test_one_partition_nothing_on_the_cpu(arch: Arch) -> None:
 def test_every_op_within_1_lsb_in_place(arch: Arch) -> None:
     lm = _lowered(arch.name)
     (payload,) = read_program(lm.pte).payloads
-    p = decode(payload)
+    assert lm.quantized_program is not None
     for x in _test_inputs(_trained(arch.name))[:3]:
-        golden = _golden_q_values(lm, x)
-        ex = Executor(payload, [x.numpy()])
-        for i, op in enumerate(p.ops):
-            ex.run_op(i)
-            t = p.tensors[op.output]
-            if t.dtype != DType.INT8:
-                continue
-            got = np.asarray(ex.tensor(op.output)).reshape(t.dims)
-            cands = [g for s, zp, v in golden
-                     if np.isclose(s, t.scale, rtol=1e-6, atol=0) and zp == t.zero_point
-                     and (g := _payload_layout(v, t.dims, bool(t.flags & TENSOR_FLAG_NHWC))) is not None]
-            assert cands, f"op {i} {op.opcode.name}: no golden tensor with its quantization and size"
-            best = min(cands, key=lambda g: int(np.abs(g.astype(np.int32) - got.astype(np.int32)).max()))
-            worst = int(np.abs(best.astype(np.int32) - got.astype(np.int32)).max())
-            assert worst <= 1, f"{arch.name} op {i} {op.opcode.name}: {worst} LSB from the golden"
-            ex.tensor(op.output)[...] = best.reshape(np.asarray(ex.tensor(op.output)).shape)
+        check_in_place(lm.quantized_program.module(), payload, x, what=arch.name)
 
 
 @pytest.mark.parametrize("arch", ARCHS, ids=[a.name for a in ARCHS])

@@ -46,12 +46,12 @@ import pytest
 import torch
 
 from devkit.lowered_zoo import lowered_zoo
+from devkit.lowering_helpers import check_in_place
 from devkit.zoo import ZOO
 from executorch_espnn.lowering import LoweredModel
-from executorch_espnn.payload import DType, Opcode, Payload, decode
-from executorch_espnn.payload.format import TENSOR_FLAG_NHWC
+from executorch_espnn.payload import Opcode, Payload, decode
 from executorch_espnn.pte import delegate_payloads
-from executorch_espnn.reference import Executor, run_delegate
+from executorch_espnn.reference import run_delegate
 from tests.exact_quant import lsb_distance, run_exact
 
 pytestmark = pytest.mark.slow
@@ -83,31 +83,6 @@ def _lower(name: str) -> tuple[LoweredModel, bytes, Payload]:
     return lm, payload, decode(payload)
 
 
-def _golden_q_values(lm: LoweredModel, x: torch.Tensor) -> list[tuple[float, int, np.ndarray]]:
-    """(scale, zero point, int8 values) of every quantize node of the golden program."""
-    assert lm.quantized_program is not None
-    out: list[tuple[float, int, np.ndarray]] = []
-
-    class Tap(torch.fx.Interpreter):
-        def run_node(self, n: torch.fx.Node) -> object:
-            r = super().run_node(n)
-            if n.op == "call_function" and n.target == torch.ops.quantized_decomposed.quantize_per_tensor.default:
-                out.append((float(n.args[1]), int(n.args[2]), r.numpy().copy()))  # type: ignore[arg-type, union-attr]
-            return r
-
-    with torch.no_grad():
-        Tap(lm.quantized_program.module()).run(x)
-    return out
-
-
-def _as_payload_layout(v: np.ndarray, dims: tuple[int, ...], nhwc: bool) -> np.ndarray | None:
-    if v.size != int(np.prod(dims)):
-        return None
-    if nhwc and v.ndim == 4:
-        v = v.transpose(0, 2, 3, 1)
-    return v.reshape(dims)
-
-
 def _lsb(p: Payload) -> float:
     op = next(o for o in p.ops if o.output == p.outputs[0])
     assert op.opcode == Opcode.DEQUANTIZE and op.inputs[0] is not None
@@ -124,25 +99,7 @@ def test_reference_matches_pytorch_quantized(exp: Expect) -> None:
     inputs = z.test_inputs(4)
 
     # layer by layer, fed the golden's inputs in place
-    x = inputs[0][0]
-    golden = _golden_q_values(lm, x)
-    ex = Executor(payload, [x.numpy()])
-    checked = 0
-    for i, op in enumerate(p.ops):
-        ex.run_op(i)
-        t = p.tensors[op.output]
-        if t.dtype != DType.INT8:
-            continue
-        got = np.asarray(ex.tensor(op.output)).reshape(t.dims)
-        cands = [g for s, zp, v in golden
-                 if np.isclose(s, t.scale, rtol=1e-6, atol=0) and zp == t.zero_point
-                 and (g := _as_payload_layout(v, t.dims, bool(t.flags & TENSOR_FLAG_NHWC))) is not None]
-        assert cands, f"op {i} {op.opcode.name}: no golden tensor with its quantization and size"
-        best = min(cands, key=lambda g: int(np.abs(g.astype(np.int32) - got.astype(np.int32)).max()))
-        worst = int(np.abs(best.astype(np.int32) - got.astype(np.int32)).max())
-        assert worst <= 1, f"op {i} {op.opcode.name}: {worst} LSB from the golden"
-        ex.tensor(op.output)[...] = best.reshape(np.asarray(ex.tensor(op.output)).shape)
-        checked += 1
+    checked = check_in_place(golden_model, payload, inputs[0][0])
     assert checked >= len([o for o in p.ops if o.opcode != Opcode.DEQUANTIZE]) // 2
 
     # free running, whole model
