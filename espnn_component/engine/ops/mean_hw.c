@@ -19,18 +19,7 @@ static espnn_status_t prepare(espnn_prep_t *p)
 {
     mean_state_t *s = (mean_state_t *)p->data;
     espnn_tview_t x, o;
-    espnn_prep_tensor(p, 0, &x);
-    espnn_prep_tensor(p, 1, &o);
-    espnn_status_t st = espnn_prep_dtype(p, &x, ESPNN_DTYPE_INT8, "input");
-    if (st == ESPNN_OK) {
-        st = espnn_prep_rank(p, &x, 4, "input");
-    }
-    if (st == ESPNN_OK) {
-        st = espnn_prep_dtype(p, &o, ESPNN_DTYPE_INT8, "output");
-    }
-    if (st == ESPNN_OK) {
-        st = espnn_prep_rank(p, &o, 4, "output");
-    }
+    espnn_status_t st = espnn_prep_int8_rank4_io(p, 1, &x, &o);
     if (st != ESPNN_OK) {
         return st;
     }

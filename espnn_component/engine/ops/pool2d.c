@@ -74,18 +74,7 @@ static espnn_status_t prepare(espnn_prep_t *p, int avg)
 {
     pool_state_t *s = (pool_state_t *)p->data;
     espnn_tview_t x, o;
-    espnn_prep_tensor(p, 0, &x);
-    espnn_prep_tensor(p, p->n_inputs, &o);
-    espnn_status_t st = espnn_prep_dtype(p, &x, ESPNN_DTYPE_INT8, "input");
-    if (st == ESPNN_OK) {
-        st = espnn_prep_rank(p, &x, 4, "input");
-    }
-    if (st == ESPNN_OK) {
-        st = espnn_prep_dtype(p, &o, ESPNN_DTYPE_INT8, "output");
-    }
-    if (st == ESPNN_OK) {
-        st = espnn_prep_rank(p, &o, 4, "output");
-    }
+    espnn_status_t st = espnn_prep_int8_rank4_io(p, p->n_inputs, &x, &o);
     int32_t kh = 0, kw = 0, sh = 0, sw = 0, pt = 0, pl = 0, pb = 0, pr = 0, div = 0;
     if (st == ESPNN_OK) {
         st = espnn_prep_param(p, ESPNN_P_AVG_POOL2D_KERNEL_H, 1, ESPNN_MAX_DIM, &kh);

@@ -14,18 +14,7 @@ static espnn_status_t prepare(espnn_prep_t *p)
 {
     upsample_state_t *s = (upsample_state_t *)p->data;
     espnn_tview_t x, o, m;
-    espnn_prep_tensor(p, 0, &x);
-    espnn_prep_tensor(p, 3, &o);
-    espnn_status_t st = espnn_prep_dtype(p, &x, ESPNN_DTYPE_INT8, "input");
-    if (st == ESPNN_OK) {
-        st = espnn_prep_rank(p, &x, 4, "input");
-    }
-    if (st == ESPNN_OK) {
-        st = espnn_prep_dtype(p, &o, ESPNN_DTYPE_INT8, "output");
-    }
-    if (st == ESPNN_OK) {
-        st = espnn_prep_rank(p, &o, 4, "output");
-    }
+    espnn_status_t st = espnn_prep_int8_rank4_io(p, 3, &x, &o);
     if (st != ESPNN_OK) {
         return st;
     }

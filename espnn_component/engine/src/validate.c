@@ -78,6 +78,24 @@ espnn_status_t espnn_prep_rank(espnn_prep_t *p, const espnn_tview_t *t, uint8_t 
     return t->rank == want ? ESPNN_OK : espnn_prep_fail(p, field, t->rank, want);
 }
 
+espnn_status_t espnn_prep_int8_rank4_io(espnn_prep_t *p, uint32_t out_slot, espnn_tview_t *x,
+                                        espnn_tview_t *o)
+{
+    espnn_prep_tensor(p, 0, x);
+    espnn_prep_tensor(p, out_slot, o);
+    espnn_status_t st = espnn_prep_dtype(p, x, ESPNN_DTYPE_INT8, "input");
+    if (st == ESPNN_OK) {
+        st = espnn_prep_rank(p, x, 4, "input");
+    }
+    if (st == ESPNN_OK) {
+        st = espnn_prep_dtype(p, o, ESPNN_DTYPE_INT8, "output");
+    }
+    if (st == ESPNN_OK) {
+        st = espnn_prep_rank(p, o, 4, "output");
+    }
+    return st;
+}
+
 espnn_status_t espnn_prep_const(espnn_prep_t *p, uint32_t slot, espnn_tview_t *t,
                                 const char *field)
 {
