@@ -95,7 +95,10 @@ def test_init_writes_a_project(tmp_path: Path, framework: str) -> None:
     assert ("void setup()" in main) == (framework == "arduino")
     assert ('extern "C" void app_main' in main) == (framework == "espidf")
     assert (proj / "src" / "CMakeLists.txt").is_file() == (framework == "espidf")
-    assert (proj / "test" / "test_custom_runner.py").is_file()
+    # the same runner as the keyword-spotting example's, byte for byte: one runner, so a change
+    # to either must be made to both
+    runner = (proj / "test" / "test_custom_runner.py").read_text()
+    assert runner == (ROOT / "examples" / "keyword_spotting" / "test" / "test_custom_runner.py").read_text()
     # the model file has the three functions, and they run
     ns: dict[str, object] = {}
     exec(compile((proj / "model" / "model.py").read_text(), "model.py", "exec"), ns)
