@@ -220,6 +220,14 @@ def test_report_text_shows_the_bill() -> None:
         assert needle in text, needle
 
 
+def test_report_html_shows_the_bill() -> None:
+    rep = _report_with_bound()
+    page = rep.html()
+    b = rep.to_dict()["ram"]["bound"]
+    assert '<p id="ram-bill">' in page and "measured by the build" in page
+    assert f"Lower bound {b['bytes']:,} bytes" in page
+
+
 def test_build_summary_prints_the_bill() -> None:
     sys.path.insert(0, str(ROOT / "builder"))
     try:
