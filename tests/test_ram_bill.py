@@ -266,3 +266,13 @@ def test_bill_equals_the_header_and_scratch_matches_the_lowering() -> None:
         # the model's shapes
         assert [op_scratch(p, i) for i in range(len(p.ops))] == [op.scratch_size for op in p.ops]
         assert partition_peak(0, p).bytes <= p.arena_size
+
+
+def test_tflm_compare_skips_without_tensorflow(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import tflm_compare
+
+    # the project's venv has neither TensorFlow nor tflite-micro: the script says so and exits 0
+    assert "cannot import TensorFlow and tflite-micro" in tflm_compare.tflm_available(sys.executable)
+    assert tflm_compare.main(["--tflm-python", "/nonexistent/python"]) == 0
+    out = capsys.readouterr().out
+    assert "skipped: /nonexistent/python does not exist" in out and "see the top of benchmarks/tflm_compare.py" in out
