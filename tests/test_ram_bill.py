@@ -25,7 +25,14 @@ from devkit.payload_factory import (
 )
 from executorch_espnn.payload import Payload, Storage, Target, decode
 from executorch_espnn.report import LoweringReport, TensorSpec, analyse_payload
-from executorch_espnn.report.ram import io_view_bytes, op_scratch, partition_peak, with_measured
+from executorch_espnn.report.ram import (
+    HeldIO,
+    held_io,
+    io_view_bytes,
+    op_scratch,
+    partition_peak,
+    with_measured,
+)
 from executorch_espnn.scratch import ConvGeometry, conv_scratch, depthwise_scratch
 from tests.report_helpers import small_net
 
@@ -189,8 +196,17 @@ def _report_with_bound() -> LoweringReport:
     data, _ = small_net().build()
     _, _, p = analyse_payload(0, data)
     return replace(rep, peaks=[partition_peak(0, p)], state_bytes=500,
+                   held_io=HeldIO(3 * 10 * 10 * 4 + 10 * 4, "delegate 0's inputs and outputs"),
                    inputs=[TensorSpec("x", (1, 3, 10, 10), "float32", 0.05, -3, "delegate")],
                    outputs=[TensorSpec("output0", (1, 10), "float32")])
+
+
+def test_held_io_of_a_program() -> None:
+    from executorch_espnn.pte import read_program
+    from tests.test_report import _program
+
+    pte, _ = _program()  # Linear(8, 4) then abs on the CPU: input 2x8, output 2x4, float32
+    assert held_io(read_program(pte)) == HeldIO(2 * 8 * 4, "the program's inputs")
 
 
 def test_report_json_has_the_bill_and_the_bound() -> None:
@@ -203,7 +219,7 @@ def test_report_json_has_the_bill_and_the_bound() -> None:
     assert ram["measured"] is False and ram["method_allocator_bytes"] is None and ram["total_bytes"] is None
     b = ram["bound"]
     io = 3 * 10 * 10 * 4 + 10 * 4  # float32 program input and output
-    assert b["io_bytes"] == io
+    assert b["io_bytes"] == io and b["io_held"] == "delegate 0's inputs and outputs"
     assert b["bytes"] == b["activation_bytes"] + b["scratch_bytes"] + io
     assert ram["io_view_bytes"] == 300  # the quantized float input's int8 view; the output has no scale
     assert b["partitions"][0]["tensors"] and b["setter"].startswith("partition 0 op ")
@@ -260,6 +276,9 @@ def test_bill_equals_the_header_and_scratch_matches_the_lowering() -> None:
     ram = with_measured(lm.report.to_dict()["ram"], sizes)
     assert ram["total_bytes"] == sum(sizes.values()) == ram_needed({"sizes": sizes})
     assert ram["bound"]["bytes"] <= ram["total_bytes"] and ram["arena_ratio"] >= 1.0
+    # one delegate reads the float 1x1x49x10 input and writes the float 1x12 output
+    assert ram["bound"]["io_bytes"] == 49 * 10 * 4 + 12 * 4
+    assert ram["bound"]["io_held"] == "delegate 0's inputs and outputs"
     for data in delegate_payloads(lm.pte):
         p = decode(data)
         # the bound's scratch, from the payload's operands, is what the lowering reserved from

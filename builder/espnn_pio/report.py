@@ -96,7 +96,7 @@ def ram_lines(ram: dict[str, Any] | None) -> list[str]:
     ratio = f"{ram['ratio']:.2f}x" if ram.get("ratio") else "n/a"
     lines = [
         f"  RAM bill: {_kib(ram['total_bytes'])} (the five pools above), lower bound {_kib(b['bytes'])} "
-        f"(activations {_kib(b['activation_bytes'])} + scratch {_kib(b['scratch_bytes'])} + program I/O "
+        f"(activations {_kib(b['activation_bytes'])} + scratch {_kib(b['scratch_bytes'])} + planned I/O "
         f"{_kib(b['io_bytes'])}): {ratio}",
         f"    peak set by {b['setter']}",
     ]

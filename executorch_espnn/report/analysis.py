@@ -13,7 +13,7 @@ from ..payload import DType, Opcode, Payload, PayloadError, Storage, decode
 from ..payload.format import AVG_TORCH_ADAPTIVE, AVG_TORCH_MEAN, AVG_TORCH_POOL
 from ..payload.state import state_bytes
 from ..pte import BACKEND_ID, SCALAR_TYPES, DelegateCallInfo, ProgramInfo, TensorDecl, read_program
-from .ram import PartitionPeak, partition_peak
+from .ram import PartitionPeak, held_io, partition_peak
 from .records import (
     ArenaTensor,
     ArenaTimeline,
@@ -448,6 +448,7 @@ def build_report(
         accuracy=accuracy,
         graph=graph,
         peaks=peaks,
+        held_io=held_io(info),
     )
 
 

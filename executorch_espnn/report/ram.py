@@ -14,8 +14,11 @@ or after it are live; an op the format lets run in place (``OpSpec.in_place_slot
 there dies at that op with the output's size counts that pair once; the running kernel's
 scratch comes from ``executorch_espnn.scratch`` for the op's operands.  Each delegate owns its
 arena (the runtime does not share arenas between delegates), so the bound sums the partitions'
-peaks, and adds the program inputs and outputs, which ExecuTorch keeps for the whole
-``execute()`` in the dtype the program has them.
+peaks.  The arenas are memory of their own, apart from ExecuTorch's planned buffers, which must
+at some moment hold together whichever is largest of: the program's inputs (before the first
+instruction), its outputs (after the last), or one delegate call's inputs and outputs (during
+the call), each in the dtype the program has it (``held_io``).  ExecuTorch's planner may reuse
+an input's bytes once its last reader ran, so the inputs and outputs are not simply added.
 """
 
 from __future__ import annotations
@@ -26,11 +29,8 @@ from typing import Any
 
 from ..payload import Opcode, Payload, Storage
 from ..payload.format import OP_SPECS
+from ..pte import DelegateCallInfo, ProgramInfo
 from ..scratch import ConvGeometry, conv_scratch, depthwise_scratch, softmax_scratch
-
-# bytes per element of the report's dtype names (TensorSpec.dtype; pte.SCALAR_TYPES)
-DTYPE_BYTES = {"uint8": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "float16": 2, "float32": 4,
-               "float64": 8, "bool": 1, "bfloat16": 2}
 
 
 def io_view_bytes(dtype: str, numel: int, scale: float | None) -> int:
@@ -174,6 +174,33 @@ def _in_place_input(p: Payload, i: int, last: dict[int, int]) -> int | None:
     return None
 
 
+@dataclass(frozen=True)
+class HeldIO:
+    """The planned program tensors that must be live at one moment (``held_io``)."""
+
+    bytes: int
+    what: str  # "the program's inputs", "the program's outputs", "delegate 0's inputs and outputs"
+
+
+NO_PROGRAM = HeldIO(0, "nothing (no program read)")
+
+
+def held_io(info: ProgramInfo) -> HeldIO:
+    """The largest set of memory-planned tensors the program must hold at one moment among
+    the program's inputs, its outputs and each delegate call's arguments (module docstring)."""
+    def size(values: Sequence[int]) -> int:
+        return sum(info.planned_values.get(v, 0) for v in set(values))
+
+    best = HeldIO(size(info.input_values), "the program's inputs")
+    outs = HeldIO(size(info.output_values), "the program's outputs")
+    best = outs if outs.bytes > best.bytes else best
+    for call in info.calls:
+        if isinstance(call, DelegateCallInfo):
+            held = HeldIO(size(call.args), f"delegate {call.delegate_index}'s inputs and outputs")
+            best = held if held.bytes > best.bytes else best
+    return best
+
+
 def _numel(shape: Sequence[int]) -> int:
     n = 1
     for d in shape:
@@ -181,12 +208,7 @@ def _numel(shape: Sequence[int]) -> int:
     return n
 
 
-def io_bytes(specs: Sequence[dict[str, Any]]) -> int:
-    """Bytes of program inputs/outputs (report.json's ``inputs``/``outputs``) in their dtype."""
-    return sum(_numel(s["shape"]) * DTYPE_BYTES.get(s["dtype"], 1) for s in specs)
-
-
-def ram_record(peaks: Sequence[PartitionPeak], r: dict[str, Any]) -> dict[str, Any]:
+def ram_record(peaks: Sequence[PartitionPeak], io: HeldIO, r: dict[str, Any]) -> dict[str, Any]:
     """report.json's ``ram``: the bill as the report knows it (method and temp allocator
     ``None``: not measured) and the bound, from the rest of the report's JSON form ``r``."""
     views = [{"role": role, "name": s["name"], "dtype": s["dtype"],
@@ -194,10 +216,9 @@ def ram_record(peaks: Sequence[PartitionPeak], r: dict[str, Any]) -> dict[str, A
              for role, side in (("input", "inputs"), ("output", "outputs")) for s in r[side]]
     act = sum(p.activation_bytes for p in peaks)
     scratch = sum(p.scratch_bytes for p in peaks)
-    prog_io = io_bytes(r["inputs"]) + io_bytes(r["outputs"])
     top = max(peaks, key=lambda p: p.bytes, default=None)
-    bound = {"bytes": act + scratch + prog_io, "activation_bytes": act, "scratch_bytes": scratch,
-             "io_bytes": prog_io, "setter": top.setter() if top is not None else "no delegate",
+    bound = {"bytes": act + scratch + io.bytes, "activation_bytes": act, "scratch_bytes": scratch,
+             "io_bytes": io.bytes, "io_held": io.what, "setter": top.setter() if top is not None else "no delegate",
              "partitions": [p.to_dict() for p in peaks]}
     return with_measured({"arena_bytes": r["arena_bytes"], "planned_bytes": r["planned_bytes"],
                           "state_bytes": r["state_bytes"], "io_views": views, "bound": bound}, None)

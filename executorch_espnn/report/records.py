@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import text
-from .ram import PartitionPeak, ram_record
+from .ram import NO_PROGRAM, HeldIO, PartitionPeak, ram_record
 
 if TYPE_CHECKING:
     from ..accuracy import AccuracyReport
@@ -159,6 +159,7 @@ class LoweringReport:
     accuracy: AccuracyReport | None = None  # with validation data (executorch_espnn.accuracy)
     graph: list[GraphNode] = field(default_factory=list)  # graph order; empty for a ready .pte
     peaks: list[PartitionPeak] = field(default_factory=list)  # per partition: its live set's peak (ram.py)
+    held_io: HeldIO = NO_PROGRAM  # the planned tensors the program must hold at one moment (ram.py)
 
     @property
     def delegate_weights_bytes(self) -> int:
@@ -236,7 +237,7 @@ class LoweringReport:
             "graph": [{"node": g.node, "operator": g.operator, "partition": g.partition, "reason": g.reason,
                        "location": g.location, "inputs": list(g.inputs)} for g in self.graph],
         }
-        out["ram"] = ram_record(self.peaks, out)
+        out["ram"] = ram_record(self.peaks, self.held_io, out)
         return out
 
     def summary(self) -> str:

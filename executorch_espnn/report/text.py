@@ -85,7 +85,7 @@ def ram_table(ram: dict[str, Any]) -> Table:
         ["I/O views", number(ram["io_view_bytes"]), "only if the sketch asks for the other dtype"],
         ["lower bound", number(b["bytes"]),
          f"activations {number(b['activation_bytes'])} + scratch {number(b['scratch_bytes'])} "
-         f"+ program I/O {number(b['io_bytes'])}"],
+         f"+ planned I/O {number(b['io_bytes'])} ({b['io_held']})"],
     ]
     return ["what", "bytes", "notes"], rows
 
