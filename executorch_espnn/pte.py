@@ -9,7 +9,7 @@ description to the header's fields).  Every problem is a :class:`PteError` namin
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import PteError
@@ -116,6 +116,9 @@ class ProgramInfo:
     scalars: dict[int, float | int]  # value index -> Int/Double constant
     constant_tensor_bytes: int  # tensors stored in the program (CPU-side weights)
     planned_buffers: tuple[int, ...]  # bytes of each memory-planned buffer (mem id 1, 2, ...)
+    # value index -> bytes of each memory-planned tensor (the program's inputs and outputs, the
+    # CPU operators' tensors, the delegates' arguments)
+    planned_values: dict[int, int] = field(default_factory=dict)
 
     @property
     def used_backends(self) -> tuple[str, ...]:
@@ -256,7 +259,11 @@ def read_program(pte: bytes, method: str | None = "forward") -> ProgramInfo:
 
     scalars: dict[int, float | int] = {}
     constant_bytes = 0
+    planned_values: dict[int, int] = {}
     for i, v in enumerate(plan.values):
+        if isinstance(v.val, schema.Tensor) and v.val.allocation_info is not None:
+            decl_i = _tensor_decl(v.val)
+            planned_values[i] = decl_i.nbytes if decl_i is not None else 0
         if isinstance(v.val, schema.Int):
             scalars[i] = int(v.val.int_val)
         elif isinstance(v.val, schema.Double):
@@ -284,4 +291,5 @@ def read_program(pte: bytes, method: str | None = "forward") -> ProgramInfo:
         constant_tensor_bytes=constant_bytes,
         # entry 0 is reserved by ExecuTorch; the rest are the planned buffers
         planned_buffers=tuple(int(b) for b in plan.non_const_buffer_sizes[1:]),
+        planned_values=planned_values,
     )

@@ -137,6 +137,13 @@ def test_validation_data_puts_the_accuracy_in_the_build_summary_and_reports(core
     assert f"ESP-NN {100 * acc['outputs'][0]['top1_accuracy']['delegate']:.2f}%" in summary[0]
     assert "Accuracy on the validation file" in (out / "report.txt").read_text()
     assert 'id="accuracy"' in (out / "report.html").read_text()
+    # the RAM bill beside its bound (executorch_espnn/report/ram.py), measured by the build
+    ram = json.loads((out / "model_info.json").read_text())["ram"]
+    assert ram["measured"] and ram["total_bytes"] == sum(ram[k] for k in (
+        "arena_bytes", "state_bytes", "planned_bytes", "method_allocator_bytes", "temp_allocator_bytes"))
+    bill = [ln for ln in r.output.splitlines() if ln.startswith("  RAM bill: ")]
+    assert len(bill) == 1 and "lower bound" in bill[0], r.output[-4000:]
+    assert "RAM bill and its lower bound" in (out / "report.txt").read_text()
 
 
 @pytest.mark.slow

@@ -150,7 +150,19 @@ def describe(out: Path) -> dict[str, Any]:
     )
     info = render.model_info(meta, report, versions(), measure_pools(pte, meta.method))
     info["accuracy"] = accuracy_lines(report)
+    info["ram"] = ram_bill(report, info["sizes"])
     return info
+
+
+def ram_bill(report: dict[str, Any], sizes: dict[str, int]) -> dict[str, Any] | None:
+    """report.json's RAM bill completed with the measured pools (None for a ready .pte,
+    which has no report)."""
+    ram = report.get("ram")
+    if not isinstance(ram, dict):
+        return None
+    from executorch_espnn.report.ram import with_measured
+
+    return with_measured(ram, sizes)
 
 
 def accuracy_lines(report: dict[str, Any]) -> list[str]:

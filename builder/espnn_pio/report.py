@@ -60,6 +60,7 @@ def summary_lines(info: dict[str, Any], budget: RamBudget | None) -> list[str]:
             f"  (state, method and temp allocator measured with {s['pointer_bytes']}-byte pointers on "
             "this computer: upper bounds for the 32-bit chip)"
         )
+    lines += ram_lines(info.get("ram"))
     for line in info.get("accuracy", []):  # with custom_executorch_validation (report.txt has the tables)
         lines.append(f"  {line}")
     st = info.get("selftest") or {}
@@ -83,6 +84,24 @@ def summary_lines(info: dict[str, Any], budget: RamBudget | None) -> list[str]:
         )
     for w in info.get("warnings", [])[:4]:
         lines.append(f"  warning: {w}")
+    return lines
+
+
+def ram_lines(ram: dict[str, Any] | None) -> list[str]:
+    """The whole RAM bill beside its lower bound (executorch_espnn/report/ram.py), when the
+    lowering's report is there."""
+    if not ram or ram.get("total_bytes") is None:
+        return []
+    b = ram["bound"]
+    ratio = f"{ram['ratio']:.2f}x" if ram.get("ratio") else "n/a"
+    lines = [
+        f"  RAM bill: {_kib(ram['total_bytes'])} (the five pools above), lower bound {_kib(b['bytes'])} "
+        f"(activations {_kib(b['activation_bytes'])} + scratch {_kib(b['scratch_bytes'])} + planned I/O "
+        f"{_kib(b['io_bytes'])}): {ratio}",
+        f"    peak set by {b['setter']}",
+    ]
+    if ram.get("io_view_bytes"):
+        lines.append(f"    I/O views: {_kib(ram['io_view_bytes'])} more if the sketch asks for the other dtype")
     return lines
 
 

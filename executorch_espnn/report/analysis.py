@@ -13,6 +13,7 @@ from ..payload import DType, Opcode, Payload, PayloadError, Storage, decode
 from ..payload.format import AVG_TORCH_ADAPTIVE, AVG_TORCH_MEAN, AVG_TORCH_POOL
 from ..payload.state import state_bytes
 from ..pte import BACKEND_ID, SCALAR_TYPES, DelegateCallInfo, ProgramInfo, TensorDecl, read_program
+from .ram import PartitionPeak, held_io, partition_peak
 from .records import (
     ArenaTensor,
     ArenaTimeline,
@@ -380,6 +381,7 @@ def build_report(
     fast: list[FastPathLayer] = []
     floats: list[FloatAverage] = []
     decoded: dict[int, Payload] = {}
+    peaks: list[PartitionPeak] = []
     starts = list(partition_starts or [])
     for part, (di, data) in enumerate(ours):
         rep, layers, p = analyse_payload(part, data)
@@ -389,6 +391,7 @@ def build_report(
         fast += layers
         floats += [a for i in range(len(p.ops)) if (a := _float_average(part, i, p)) is not None]
         decoded[di] = p
+        peaks.append(partition_peak(part, p))
 
     delegated: list[OpEntry]
     cpu: list[OpEntry]
@@ -444,6 +447,8 @@ def build_report(
         float_averages=floats,
         accuracy=accuracy,
         graph=graph,
+        peaks=peaks,
+        held_io=held_io(info),
     )
 
 

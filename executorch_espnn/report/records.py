@@ -7,13 +7,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import text
+from .ram import NO_PROGRAM, HeldIO, PartitionPeak, ram_record
 
 if TYPE_CHECKING:
     from ..accuracy import AccuracyReport
 
 # 2: partitions[].starts, float_averages, the accuracy key (null without validation data),
 # graph, partitions' arena
-REPORT_SCHEMA = 2
+# 3: ram (the whole RAM bill and its lower bound, executorch_espnn/report/ram.py)
+REPORT_SCHEMA = 3
 
 
 @dataclass(frozen=True)
@@ -156,6 +158,8 @@ class LoweringReport:
     float_averages: list[FloatAverage] = field(default_factory=list)
     accuracy: AccuracyReport | None = None  # with validation data (executorch_espnn.accuracy)
     graph: list[GraphNode] = field(default_factory=list)  # graph order; empty for a ready .pte
+    peaks: list[PartitionPeak] = field(default_factory=list)  # per partition: its live set's peak (ram.py)
+    held_io: HeldIO = NO_PROGRAM  # the planned tensors the program must hold at one moment (ram.py)
 
     @property
     def delegate_weights_bytes(self) -> int:
@@ -181,7 +185,7 @@ class LoweringReport:
             return {"name": t.name, "shape": list(t.shape), "dtype": t.dtype, "scale": t.scale,
                     "zero_point": t.zero_point, "quantized_by": t.quantized_by}
 
-        return {
+        out = {
             "schema": REPORT_SCHEMA,
             "target": self.target,
             "calibrated": self.calibrated,
@@ -233,6 +237,8 @@ class LoweringReport:
             "graph": [{"node": g.node, "operator": g.operator, "partition": g.partition, "reason": g.reason,
                        "location": g.location, "inputs": list(g.inputs)} for g in self.graph],
         }
+        out["ram"] = ram_record(self.peaks, self.held_io, out)
+        return out
 
     def summary(self) -> str:
         """Two lines: where the operators run, and the memory figures."""

@@ -46,6 +46,7 @@ def report_text(r: Report) -> str:
                 [".pte", number(r["pte_bytes"]), ""],
             ],
         ),
+        "ram": ram_table(r["ram"]),
         "fast_path": (
             ["part", "op", "layer", "shape", "MACs", "fast", "why"],
             [[str(f["partition"]), str(f["op"]), f["layer"], f["shape"], macs(f["macs"]),
@@ -61,8 +62,39 @@ def report_text(r: Report) -> str:
     if acc is not None:
         tables["accuracy_layers"] = accuracy_layer_table(acc)
     return rendering.render("report/report.txt.j2", r=r, summary=summary(r), tables=tables,
-                            macs=macs, spec=_spec, acc=acc, titles=MODEL_TITLES, lsb=lsb_line,
+                            macs=macs, spec=_spec, ram_ratios=ram_ratios, acc=acc, titles=MODEL_TITLES, lsb=lsb_line,
                             accuracy_outputs=[accuracy_output_table(o) for o in acc["outputs"]] if acc else [])
+
+
+def _bytes_or(n: int | None, missing: str) -> str:
+    return missing if n is None else number(n)
+
+
+def ram_table(ram: dict[str, Any]) -> Table:
+    """The whole RAM bill (report.json's ``ram``) beside its lower bound."""
+    unmeasured = "measured by the build"
+    b = ram["bound"]
+    rows = [
+        ["delegate arena", number(ram["arena_bytes"]), "activations + kernel scratch, as planned"],
+        ["ExecuTorch planned", number(ram["planned_bytes"]), "program inputs/outputs, CPU operators' tensors"],
+        ["delegate state", _bytes_or(ram["state_bytes"], "n/a"),
+         "handles + decoded tables" if ram["measured"] else "decoded tables"],
+        ["method allocator", _bytes_or(ram["method_allocator_bytes"], unmeasured), "ExecuTorch's Method"],
+        ["temp allocator", _bytes_or(ram["temp_allocator_bytes"], unmeasured), "peak of one execute()"],
+        ["whole RAM", _bytes_or(ram["total_bytes"], unmeasured), "what EspnnModel::begin() allocates"],
+        ["I/O views", number(ram["io_view_bytes"]), "only if the sketch asks for the other dtype"],
+        ["lower bound", number(b["bytes"]),
+         f"activations {number(b['activation_bytes'])} + scratch {number(b['scratch_bytes'])} "
+         f"+ planned I/O {number(b['io_bytes'])} ({b['io_held']})"],
+    ]
+    return ["what", "bytes", "notes"], rows
+
+
+def ram_ratios(ram: dict[str, Any]) -> str:
+    """``whole RAM / bound 1.23x, arena / (activations + scratch) 1.00x``."""
+    def x(v: float | None) -> str:
+        return "n/a" if v is None else f"{v:.2f}x"
+    return f"whole RAM / bound {x(ram['ratio'])}, arena / (activations + scratch) {x(ram['arena_ratio'])}"
 
 
 MODEL_TITLES = {"float": "float", "pt2e": "PT2E", "delegate": "ESP-NN"}
