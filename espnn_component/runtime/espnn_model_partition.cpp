@@ -13,7 +13,12 @@
 #if defined(ESP_PLATFORM)
 #include "esp_idf_version.h"
 #include "esp_partition.h"
-#else
+#elif defined(__has_include)
+#if __has_include(<sys/mman.h>)
+#define ESPNN_PARTITION_POSIX 1 /* the host board */
+#endif
+#endif
+#if defined(ESPNN_PARTITION_POSIX)
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -87,7 +92,7 @@ bool map(const espnn_pte_desc_t &d, Mapping *m, char *msg, size_t msg_size) {
 }
 
 void unmap(Mapping *m) { unmap_handle(static_cast<MmapHandle>(m->handle)); }
-#else
+#elif defined(ESPNN_PARTITION_POSIX)
 bool map(const espnn_pte_desc_t &d, Mapping *m, char *msg, size_t msg_size) {
     const char *path = getenv("ESPNN_MODEL_PARTITION_FILE");
     if (path == nullptr || path[0] == '\0') {
@@ -136,6 +141,16 @@ bool map(const espnn_pte_desc_t &d, Mapping *m, char *msg, size_t msg_size) {
 }
 
 void unmap(Mapping *m) { munmap(const_cast<uint8_t *>(m->data), m->size); }
+#else
+/* a bare-metal firmware has no partition table: it embeds its model */
+bool map(const espnn_pte_desc_t &d, Mapping *, char *msg, size_t msg_size) {
+    snprintf(msg, msg_size,
+             "this platform cannot map the model partition '%s': build with custom_executorch_storage = embedded",
+             label_of(d));
+    return false;
+}
+
+void unmap(Mapping *) {}
 #endif
 
 void to_hex(const uint8_t sha[32], char *out) {
