@@ -170,11 +170,11 @@ def test_storage_options_and_messages() -> None:
     msg = str(e.value)
     assert msg.startswith("custom_executorch_storage = flash: unknown value") and "embedded" in msg \
         and "partition" in msg and "\n" not in msg
-    with pytest.raises(o.OptionError, match="custom_executorch_partition_size = 1000: .*multiple of 4K"):
+    with pytest.raises(o.OptionError, match=r"custom_executorch_partition_size = 1000: .*multiple of 4K"):
         choice(storage="partition", partition_size="1000")
     with pytest.raises(o.OptionError, match="not a size"):
         choice(storage="partition", partition_size="big")
     with pytest.raises(o.OptionError, match="is set but custom_executorch_storage is not partition"):
         choice(partition_size="512K")
-    with pytest.raises(o.OptionError, match="custom_executorch_selftest = 4: .* remove"):
+    with pytest.raises(o.OptionError, match=r"custom_executorch_selftest = 4: .* remove"):
         o.storage_choice(lambda n: "partition" if n == o.STORAGE else None, selftest=4)
