@@ -103,6 +103,29 @@ def host_core(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return c
 
 
+def test_storage_option_errors_are_one_line(host_core: Path, tmp_path: Path) -> None:
+    """Both stop before any lowering: an unknown storage, and uploadmodel on an embedded env."""
+    ini = f"""
+        [env:host]
+        platform = {h.platform_spec()}
+        board = host
+        framework = arduino
+        custom_executorch_model = model.py
+        """
+    files = {"src/main.cpp": "void setup() {}\nvoid loop() {}\n", "model.py": MODEL.format(seed=0, n_in=8)}
+    proj = h.write_project(tmp_path / "a", ini + "custom_executorch_storage = flash\n", files)
+    r = h.pio(host_core, proj, "run", "-e", "host", timeout=300)
+    assert r.returncode != 0 and r.error_lines() == [
+        "Error: custom_executorch_storage = flash: unknown value; use `custom_executorch_storage = embedded` "
+        "(the model in the app image) or `custom_executorch_storage = partition` (a flash partition of its "
+        "own, written by `pio run -t uploadmodel`)"], r.output[-2000:]
+    proj = h.write_project(tmp_path / "b", ini, files)
+    r = h.pio(host_core, proj, "run", "-e", "host", "-t", "uploadmodel", timeout=300)
+    (line,) = r.error_lines()
+    assert r.returncode != 0 and "custom_executorch_storage = embedded" in line
+    assert "set `custom_executorch_storage = partition`" in line and "lowering" not in r.output
+
+
 @pytest.mark.slow
 def test_host_uploadmodel_runs_a_new_model_without_relinking(host_core: Path, tmp_path: Path) -> None:
     proj = h.write_project(tmp_path / "p", f"""

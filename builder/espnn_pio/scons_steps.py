@@ -121,6 +121,11 @@ def setup(env: Any) -> None:
     env["ESPNN_KCONFIG"] = kconf
 
     targets = set(_command_line_targets())
+    if partition_step.UPLOAD_TARGET in targets and not storage.is_partition:
+        _fail(env, f"`pio run -t {partition_step.UPLOAD_TARGET}` writes a model partition, and this env "
+                   f"embeds its model in the app ({options.STORAGE} = embedded): set "
+                   f"`{options.STORAGE} = partition` or upload the app with `pio run -t upload`")
+        return
     if opts is None:
         return
     if targets and targets <= _NO_MODEL_TARGETS and not is_espidf_esp:
