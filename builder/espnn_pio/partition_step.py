@@ -83,13 +83,17 @@ def find_base_table(env: Any) -> Path:
     framework's tables) or the framework's default."""
     board = env.BoardConfig()
     frameworks = [f.strip().lower() for f in env.get("PIOFRAMEWORK", []) or []]
-    kind = "espidf" if frameworks == ["espidf"] else "arduino"
+    # "arduino, espidf" builds through espressif32's espidf.py, which owns the table then
+    kind = "espidf" if "espidf" in frameworks else "arduino"
     package, subdir, default = DEFAULT_TABLES[kind]
     name = str(board.get("build.partitions", "") or "") or default
-    candidates = [Path(name)] if Path(name).is_absolute() else [Path(env.subst("$PROJECT_DIR")) / name]
-    pkg_dir = env.PioPlatform().get_package_dir(package)
-    if pkg_dir and not Path(name).is_absolute():
-        candidates.append(Path(pkg_dir).joinpath(*subdir, name))
+    if Path(name).is_absolute():
+        candidates = [Path(name)]
+    else:  # the framework's folder first, then the project folder, as they look
+        candidates = [Path(env.subst("$PROJECT_DIR")) / name]
+        pkg_dir = env.PioPlatform().get_package_dir(package)
+        if pkg_dir:
+            candidates.insert(0, Path(pkg_dir).joinpath(*subdir, name))
     for c in candidates:
         if c.is_file():
             return c
