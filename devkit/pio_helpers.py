@@ -213,6 +213,8 @@ def _write(target, source, env):
         libs=[str(x) for x in env.get("ESPNN_STANDIN_LIBS", [])],
         libraries=[_library(n) for n in libs],
         buildfiles=sorted(env.subst(str(getattr(n, "abspath", n))) for n in env.Flatten(env.get("PIOBUILDFILES", []))),
+        partitions=env.BoardConfig().get("build.partitions", ""),
+        flash_extra_images=[[env.subst(str(x)) for x in image] for image in env.get("FLASH_EXTRA_IMAGES", [])],
         executorch_dir=env.get("ESPNN_MODEL_DIR", ""),
         sources={k: env.get(k, None) for k in ("ESPNN_ET_SOURCE_DIR", "ESPNN_ET_INCLUDE_ROOT",
                                                "ESPNN_FLATBUFFERS_DIR", "ESPNN_FLATBUFFERS_INCLUDE_DIR",
@@ -273,6 +275,21 @@ PACKAGES = {  # name: (version requirement, seeded version, type)
     "framework-espidf": ("~3.50503.0", "3.50503.0", "framework"),
     "tool-esptoolpy": ("~2.41100.0", "2.41100.0", "uploader"),
 }
+# The frameworks' default partition tables, laid out as the real ones for a 4 MB flash:
+# Arduino-ESP32's default.csv (two OTA apps and SPIFFS fill the flash) and ESP-IDF's
+# partitions_singleapp.csv (one 1 MB factory app).
+_STANDIN_TABLES = (
+    ("framework-arduinoespressif32", "tools/partitions/default.csv",
+     "# Name, Type, SubType, Offset, Size, Flags\n"
+     "nvs, data, nvs, 0x9000, 0x5000,\notadata, data, ota, 0xe000, 0x2000,\n"
+     "app0, app, ota_0, 0x10000, 0x140000,\napp1, app, ota_1, 0x150000, 0x140000,\n"
+     "spiffs, data, spiffs, 0x290000, 0x160000,\ncoredump, data, coredump, 0x3F0000, 0x10000,\n"),
+    ("framework-espidf", "components/partition_table/partitions_singleapp.csv",
+     "# Name, Type, SubType, Offset, Size, Flags\n"
+     "nvs, data, nvs, 0x9000, 0x6000,\nphy_init, data, phy, 0xf000, 0x1000,\n"
+     "factory, app, factory, 0x10000, 1M,\n"),
+)
+
 STANDIN_SOURCES = "standin_sources.json"  # in the core folder: env var -> stand-in tree
 
 
@@ -328,7 +345,8 @@ def install_standin_espressif32(core: Path, work: Path) -> Path:
             "build": {"mcu": b["mcu"], "core": "esp32", "f_cpu": "240000000L"},
             "frameworks": b["frameworks"],
             "name": b["name"],
-            "upload": {"maximum_ram_size": b["ram"], "maximum_size": 4194304},
+            "upload": {"maximum_ram_size": b["ram"], "maximum_size": 4194304, "flash_size": "4MB",
+                       "speed": 460800},
             "url": "https://example.invalid/standin",
             "vendor": "Espressif",
         }))
@@ -336,5 +354,15 @@ def install_standin_espressif32(core: Path, work: Path) -> Path:
     pkgs = core / "packages"
     for name, (_, version, kind) in PACKAGES.items():
         _package(pkgs / name, name, version, kind)
+    for package, rel, table in _STANDIN_TABLES:
+        (pkgs / package / rel).parent.mkdir(parents=True, exist_ok=True)
+        (pkgs / package / rel).write_text(table)
+    # tool-esptoolpy is esptool's source in a folder; here a launcher of the venv's esptool
+    # (its own folder leaves sys.path first, or `import esptool` would find this file)
+    (pkgs / "tool-esptoolpy" / "esptool.py").write_text(
+        "import os, runpy, sys\n"
+        "here = os.path.dirname(os.path.abspath(__file__))\n"
+        "sys.path = [p for p in sys.path if os.path.abspath(p or '.') != here]\n"
+        "runpy.run_module('esptool', run_name='__main__', alter_sys=True)\n")
     write_standin_sources(core, work)
     return src

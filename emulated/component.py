@@ -153,7 +153,9 @@ def adapter_units(executorch_flags: Sequence[str], extra_flags: Sequence[str],
     if pal is not None:
         sources += paths({"idf": "ESPNN_PAL_IDF_SOURCES",
                           "baremetal": "ESPNN_PAL_BAREMETAL_SOURCES"}[pal])
-    return [Unit(s, flags) for s in sources]
+    # EspnnModel's plain-C parts (the model image parser) are C11 like the engine
+    c_flags = (*C_STRICT, *extra_flags, *includes(COMPONENT / "include"))
+    return [Unit(s, c_flags if s.suffix == ".c" else flags) for s in sources]
 
 
 def baremetal_defines(executorch_version: str) -> tuple[str, ...]:

@@ -23,7 +23,8 @@ HOST_ONLY = {
     "runtime/espnn_host_api.cpp",
     "runtime/host_runner.cpp",
 }
-IDF_REQUIREMENTS = {"esp-nn", "esp_timer", "heap", "log", "freertos", "esp_psram"}
+# spi_flash: esp_partition.h (EspnnModel's model partition); ESP-IDF 5.1+ adds esp_partition
+IDF_REQUIREMENTS = {"esp-nn", "esp_timer", "heap", "log", "freertos", "esp_psram", "spi_flash"}
 PAL_SYMBOLS = {
     "et_pal_init",
     "et_pal_abort",
@@ -142,6 +143,7 @@ PROVIDERS = {
     "esp_timer": re.compile(r"^esp_timer_\w+$"),
     "freertos": re.compile(r"^x(Semaphore|Queue|Task)\w+$"),
     "log": re.compile(r"^esp_log_\w+$"),
+    "spi_flash": re.compile(r"^(esp_partition_\w+|spi_flash_\w+)$"),
     "executorch": re.compile(r"^(vtable for |typeinfo for )?executorch::"),
 }
 

@@ -34,6 +34,8 @@ ARDUINO_SRC_FILTER = [
     "+<adapter/*.cpp>",
     "+<runtime/espnn_model.cpp>",
     "+<runtime/espnn_selftest.cpp>",
+    "+<runtime/espnn_model_partition.cpp>",
+    "+<runtime/espnn_model_image.c>",
     "+<memory/espnn_mem_core.c>",
     "+<memory/espnn_mem_idf.c>",
     "+<engine/src/*.c>",

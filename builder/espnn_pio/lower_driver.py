@@ -207,6 +207,38 @@ def measure_pools(pte: bytes, method: str) -> dict[str, int]:
     return sizes
 
 
+def write_image(out: Path, info: dict[str, Any], target: str, partition_size: int) -> dict[str, Any]:
+    """custom_executorch_storage = partition: out/model.img (executorch_espnn.model_image) and
+    what the header and the builder say about the partition."""
+    from executorch_espnn import model_image as mi
+
+    pte = (out / "model.pte").read_bytes()
+    try:
+        image = mi.ModelImage.from_info(pte, info, target)
+        data = image.to_bytes()
+    except mi.ModelImageError as exc:
+        raise StepFailure(f"writing the model image: {exc}") from exc
+    size = partition_size or mi.partition_size(len(data), mi.DEFAULT_HEADROOM_PERCENT)
+    if len(data) > size:
+        raise StepFailure(
+            f"custom_executorch_partition_size = {size}: the model image needs {len(data)} bytes; "
+            f"give at least {mi.partition_size(len(data), 0)} or remove the option (image + "
+            f"{mi.DEFAULT_HEADROOM_PERCENT} %)"
+        )
+    path = out / "model.img"
+    if not path.is_file() or path.read_bytes() != data:
+        path.write_bytes(data)
+    return {
+        "label": mi.DEFAULT_LABEL,
+        "subtype": mi.DATA_SUBTYPE,
+        "size": size,
+        "image_bytes": len(data),
+        "signature": image.signature,
+        "signature_sha256": mi.signature_sha256(image.signature),
+        "host_image_path": str((out / mi.HOST_PARTITION_FILE).resolve()),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--model", type=Path, required=True)
@@ -219,6 +251,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--selftest", type=int, default=0)
     p.add_argument("--model-option", default="custom_executorch_model")
     p.add_argument("--package-root", type=Path, help="a checkout whose executorch_espnn to use")
+    p.add_argument("--storage", choices=("embedded", "partition"), default="embedded")
+    p.add_argument("--partition-size", type=int, default=0, help="bytes; 0: the image + headroom")
     args = p.parse_args(argv)
     if args.package_root is not None:
         checkout.use_checkout_package(args.package_root)
@@ -240,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
         info = describe(out)
         selftest = load_selftest(out) if args.kind != "pte" else None
         info["selftest"] = render.selftest_summary(selftest)
+        if args.storage == "partition":
+            info["storage"] = write_image(out, info, args.target, args.partition_size)
         render.write_all(info, out, selftest)
     except StepFailure as exc:
         sys.stderr.write(f"Error: {exc}\n")

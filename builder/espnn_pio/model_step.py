@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from . import checkout, render
-from .options import MODEL, ModelOptions
+from .options import MODEL, ModelOptions, StorageOptions
 
 HERE = Path(__file__).resolve().parent
 DRIVER = HERE / "lower_driver.py"
@@ -65,7 +65,15 @@ class StepPaths:
     def source(self) -> Path:
         return self.gen / "model_pte_data.S"
 
-    def outputs(self) -> list[Path]:
+    @property
+    def image(self) -> Path:
+        """custom_executorch_storage = partition: the model image uploadmodel writes."""
+        return self.out / "model.img"
+
+    def outputs(self, storage: StorageOptions | None = None) -> list[Path]:
+        if storage is not None and storage.is_partition:
+            return [self.pte, self.info, self.image,
+                    *(self.gen / n for n in render.OUTPUTS if n not in render.EMBEDDED_ONLY)]
         return [self.pte, self.info, *(self.gen / n for n in render.OUTPUTS)]
 
 
@@ -143,8 +151,8 @@ def cache_key(opts: ModelOptions, platform_dir: Path) -> dict[str, Any]:
     }
 
 
-def is_up_to_date(paths: StepPaths, key: dict[str, Any]) -> bool:
-    if not all(p.is_file() for p in paths.outputs()) or not paths.stamp.is_file():
+def is_up_to_date(paths: StepPaths, key: dict[str, Any], storage: StorageOptions | None = None) -> bool:
+    if not all(p.is_file() for p in paths.outputs(storage)) or not paths.stamp.is_file():
         return False
     try:
         return bool(json.loads(paths.stamp.read_text(encoding="utf8")) == key)
@@ -158,10 +166,13 @@ def subprocess_env() -> dict[str, str]:
     return env
 
 
-def run(opts: ModelOptions, paths: StepPaths, python: str, platform_dir: Path) -> bool:
+def run(opts: ModelOptions, paths: StepPaths, python: str, platform_dir: Path,
+        storage: StorageOptions | None = None) -> bool:
     """Lower if needed.  Returns True when it ran; raises StepError with one line on failure."""
     key = cache_key(opts, platform_dir)
-    if is_up_to_date(paths, key):
+    if storage is not None and storage.is_partition:  # embedded builds keep their old key
+        key["storage"] = storage.cache_fields()
+    if is_up_to_date(paths, key, storage):
         return False
     paths.out.mkdir(parents=True, exist_ok=True)
     paths.stamp.unlink(missing_ok=True)
@@ -184,6 +195,8 @@ def run(opts: ModelOptions, paths: StepPaths, python: str, platform_dir: Path) -
         cmd += ["--validation", str(opts.validation)]
     if opts.selftest:
         cmd += ["--selftest", str(opts.selftest)]
+    if storage is not None and storage.is_partition:
+        cmd += ["--storage", "partition", "--partition-size", str(storage.partition_size)]
     last_error = ""
     proc = subprocess.Popen(
         cmd,

@@ -30,7 +30,13 @@ SOURCE_OPTIONS = (RUNTIME_DIR, FLATBUFFERS_DIR, ESPNN_DIR, SOURCES_URL_BASE)
 # always, the host board on request) or "wheel" (the executorch wheel's libraries: host only).
 RUNTIME = PREFIX + "runtime"
 RUNTIME_CHOICES = ("source", "wheel")
-KNOWN = (MODEL, CALIBRATION, STRICT, TARGET, SELFTEST, VALIDATION, RUNTIME, *SOURCE_OPTIONS)
+# Where the firmware keeps the model: "embedded" in the app image, or "partition", a data
+# partition of its own that `pio run -t uploadmodel` writes (docs/model-partition.md).
+STORAGE = PREFIX + "storage"
+STORAGE_CHOICES = ("embedded", "partition")
+PARTITION_SIZE = PREFIX + "partition_size"  # the model partition's size (default: image + 25 %)
+KNOWN = (MODEL, CALIBRATION, STRICT, TARGET, SELFTEST, VALIDATION, RUNTIME, *SOURCE_OPTIONS,
+         STORAGE, PARTITION_SIZE)
 
 MODEL_SUFFIXES = (".py", ".pt2", ".pte")
 # The chips ESP-NN serves, each a target of the lowering (executorch_espnn's Target: its scratch
@@ -244,3 +250,64 @@ def runtime_choice(get: Callable[[str], str | None], is_host: bool) -> str:
 def parse_env_options(options: Mapping[str, str], project_dir: Path, board_mcu: str) -> ModelOptions | None:
     """Convenience for tests and tools: options as a plain mapping."""
     return parse(options.get, list(options), project_dir, board_mcu)
+
+
+@dataclass(frozen=True)
+class StorageOptions:
+    """custom_executorch_storage and custom_executorch_partition_size."""
+
+    kind: str = "embedded"
+    partition_size: int = 0  # bytes; 0: executorch_espnn.model_image.partition_size's rule
+
+    @property
+    def is_partition(self) -> bool:
+        return self.kind == "partition"
+
+    def cache_fields(self) -> dict[str, str]:
+        return {"storage": self.kind, "partition_size": str(self.partition_size)}
+
+
+_SIZE_RE = re.compile(r"(0x[0-9a-fA-F]+|\d+)\s*([kKmM]?)")
+
+
+def parse_size(name: str, raw: str) -> int:
+    """A byte count as partition tables write it: 1048576, 0x100000, 1024K or 1M."""
+    m = _SIZE_RE.fullmatch(raw.strip())
+    if m is None:
+        raise OptionError(f"{name} = {raw.strip()}: not a size; give bytes, e.g. `{name} = 512K`, "
+                          "`1M` or `0x80000`")
+    digits = m.group(1)
+    value = int(digits, 16 if digits.lower().startswith("0x") else 10) * {"": 1, "k": 1024, "m": 1024 * 1024}[m.group(2).lower()]
+    return value
+
+
+def storage_choice(get: Callable[[str], str | None], selftest: int = 0) -> StorageOptions:
+    """custom_executorch_storage: "embedded" (the default) or "partition"."""
+    raw = (get(STORAGE) or "").strip().lower()
+    raw_size = (get(PARTITION_SIZE) or "").strip()
+    if not raw:
+        raw = "embedded"
+    if raw not in STORAGE_CHOICES:
+        raise OptionError(
+            f"{STORAGE} = {raw}: unknown value; use `{STORAGE} = embedded` (the model in the app "
+            f"image) or `{STORAGE} = partition` (a flash partition of its own, written by "
+            "`pio run -t uploadmodel`)"
+        )
+    if raw == "embedded":
+        if raw_size:
+            raise OptionError(f"{PARTITION_SIZE} is set but {STORAGE} is not partition; add "
+                              f"`{STORAGE} = partition` or remove {PARTITION_SIZE}")
+        return StorageOptions()
+    if selftest:
+        raise OptionError(
+            f"{SELFTEST} = {selftest}: the self-test's expected outputs belong to one model, and "
+            f"with {STORAGE} = partition the firmware runs whichever model is uploaded; remove "
+            f"{SELFTEST} or use {STORAGE} = embedded"
+        )
+    size = 0
+    if raw_size:
+        size = parse_size(PARTITION_SIZE, raw_size)
+        if size <= 0 or size % 4096:
+            raise OptionError(f"{PARTITION_SIZE} = {raw_size}: a partition is a whole number of "
+                              "4 KiB flash sectors; give a multiple of 4K, e.g. 512K")
+    return StorageOptions("partition", size)

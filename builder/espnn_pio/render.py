@@ -17,7 +17,9 @@ OUTPUTS = {
     "CMakeLists.txt": "model_component.cmake.j2",
 }
 # Templates the outputs include (their content is part of the model step's cache key too).
-INCLUDES = ("model_selftest.h.j2",)
+INCLUDES = ("model_selftest.h.j2", "model_pte_partition.h.j2")
+# Outputs a custom_executorch_storage = partition build does not have (the bytes stay out).
+EMBEDDED_ONLY = ("model_pte_data.S",)
 
 
 # The espnn_pte_desc_t byte counts EspnnModel sizes its pools with.
@@ -121,11 +123,15 @@ def write_all(info: dict[str, Any], out: Path, selftest: dict[str, Any] | None =
     ctx = dict(info)
     ctx["pte_path"] = _asm_path((out / "model.pte").resolve())
     ctx["selftest"] = selftest if selftest and selftest.get("n_cases") else None
+    ctx["storage"] = info.get("storage")  # None: embedded; else render_partition's fields
     written = []
     gen = out / GENERATED_SUBDIR
     gen.mkdir(parents=True, exist_ok=True)
     for name, template in OUTPUTS.items():
         path = gen / name
+        if ctx["storage"] and name in EMBEDDED_ONLY:
+            path.unlink(missing_ok=True)  # a stale .incbin of an earlier embedded build
+            continue
         rendering.write_if_changed(path, env.get_template(template).render(**ctx))
         written.append(path)
     return written

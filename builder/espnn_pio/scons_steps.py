@@ -17,6 +17,7 @@ from . import (
     kernel_step,
     model_step,
     options,
+    partition_step,
     report,
     runtime_build,
     source_step,
@@ -63,6 +64,39 @@ def read_options(env: Any) -> options.ModelOptions | None:
     return options.parse(get, list(config.options(section)), Path(env.subst("$PROJECT_DIR")), mcu)
 
 
+def read_storage(env: Any, opts: options.ModelOptions | None) -> options.StorageOptions:
+    """custom_executorch_storage / custom_executorch_partition_size (options.storage_choice)."""
+    section = "env:" + env["PIOENV"]
+    config = env.GetProjectConfig()
+
+    def get(name: str) -> str | None:
+        value = config.get(section, name, None)
+        return None if value is None else str(value)
+
+    return options.storage_choice(get, opts.selftest if opts is not None else 0)
+
+
+def _setup_partition(env: Any, info: dict[str, Any], image: Path, is_host: bool) -> bool:
+    """custom_executorch_storage = partition: the table (ESP) and `uploadmodel`."""
+    storage = info.get("storage")
+    if not isinstance(storage, dict):
+        _fail(env, "model_info.json has no storage section; delete the build folder and build again")
+        return False
+    try:
+        if is_host:
+            partition_step.setup_host(env, storage, image)
+            where = str(storage["host_image_path"])
+        else:
+            partition_step.setup_esp(env, storage, image)
+            where = f"0x{env['ESPNN_MODEL_PARTITION']['offset']:x}"
+    except partition_step.PartitionError as exc:
+        _fail(env, str(exc))
+        return False
+    print(f"ExecuTorch model: in partition '{storage['label']}' ({storage['size'] // 1024} KiB at {where}, "
+          f"image {storage['image_bytes']} bytes); write it with `pio run -t uploadmodel`")
+    return True
+
+
 def setup(env: Any) -> None:
     platform = env.PioPlatform()
     platform_dir = Path(platform.get_dir())
@@ -70,6 +104,7 @@ def setup(env: Any) -> None:
     try:
         opts = read_options(env)
         runtime = read_runtime(env)
+        storage = read_storage(env, opts)
     except options.OptionError as exc:
         _fail(env, str(exc))
         return
@@ -86,6 +121,11 @@ def setup(env: Any) -> None:
     env["ESPNN_KCONFIG"] = kconf
 
     targets = set(_command_line_targets())
+    if partition_step.UPLOAD_TARGET in targets and not storage.is_partition:
+        _fail(env, f"`pio run -t {partition_step.UPLOAD_TARGET}` writes a model partition, and this env "
+                   f"embeds its model in the app ({options.STORAGE} = embedded): set "
+                   f"`{options.STORAGE} = partition` or upload the app with `pio run -t upload`")
+        return
     if opts is None:
         return
     if targets and targets <= _NO_MODEL_TARGETS and not is_espidf_esp:
@@ -104,7 +144,7 @@ def setup(env: Any) -> None:
 
     paths = model_step.StepPaths(Path(env.subst("$BUILD_DIR")) / model_step.OUT_SUBDIR)
     try:
-        ran = model_step.run(opts, paths, env.subst("$PYTHONEXE"), platform_dir)
+        ran = model_step.run(opts, paths, env.subst("$PYTHONEXE"), platform_dir, storage)
         info = model_step.load_info(paths)
     except model_step.StepError as exc:
         _fail(env, str(exc))
@@ -139,10 +179,15 @@ def setup(env: Any) -> None:
             return
         env["ESPNN_KERNELS"] = kernels
 
+    if storage.is_partition and not _setup_partition(env, info, paths.image, platform.is_host_env()):
+        return
+
     env["ESPNN_MODEL_DIR"] = str(paths.out)
     env["ESPNN_MODEL_GEN_DIR"] = str(paths.gen)
     env["ESPNN_MODEL_INFO"] = info
-    if not is_espidf_esp:
+    if not is_espidf_esp and storage.is_partition:
+        env.Append(CPPPATH=[str(paths.gen)])  # the header only: the model is in its partition
+    elif not is_espidf_esp:
         # Host and Arduino: compile the generated descriptor + bytes with the program.  The
         # .incbin'd .pte is invisible to SCons's scanner, hence the explicit dependency.
         env.Append(CPPPATH=[str(paths.gen)])

@@ -46,13 +46,21 @@ if(CONFIG_ESPNN_ET_PROVIDE_PAL)
   list(APPEND ESPNN_IDF_SOURCES ${ESPNN_PAL_IDF_SOURCES})
 endif()
 
+# EspnnModel maps the model partition (custom_executorch_storage = partition): esp_partition.h
+# is spi_flash's up to ESP-IDF 5.0 and its own component from 5.1 on.
+set(_espnn_flash_requires spi_flash)
+if(DEFINED IDF_VERSION_MAJOR AND (IDF_VERSION_MAJOR GREATER 5 OR
+   (IDF_VERSION_MAJOR EQUAL 5 AND IDF_VERSION_MINOR GREATER_EQUAL 1)))
+  list(APPEND _espnn_flash_requires esp_partition)
+endif()
+
 idf_component_register(
   SRCS ${ESPNN_IDF_SOURCES}
   INCLUDE_DIRS "${ESPNN_ROOT}/include" ${ESPNN_ENGINE_INCLUDE_DIRS}
   PRIV_INCLUDE_DIRS ${ESPNN_ENGINE_PRIV_INCLUDE_DIRS} "${ESPNN_ROOT}/adapter" "${ESPNN_ROOT}/runtime"
                     ${ESPNN_MEM_PRIVATE_INCLUDE_DIRS}
   REQUIRES executorch
-  PRIV_REQUIRES esp-nn esp_timer heap log freertos esp_psram)
+  PRIV_REQUIRES esp-nn esp_timer heap log freertos esp_psram ${_espnn_flash_requires})
 
 # In early expansion (ESP-IDF collecting requirements) only the call above matters.
 if(CMAKE_BUILD_EARLY_EXPANSION)

@@ -69,7 +69,19 @@ typedef struct espnn_pte_desc {
     /* appended: a header without it leaves it NULL (no self-test), so the layout version
      * stays 1 */
     const espnn_selftest_t *selftest;
+    /* appended for custom_executorch_storage = partition (docs/model-partition.md); a header
+     * without them leaves them zero: the embedded model above */
+    uint32_t storage;                /* ESPNN_STORAGE_EMBEDDED or ESPNN_STORAGE_PARTITION */
+    const char *partition_label;     /* the data partition that holds the model image */
+    uint32_t partition_size;         /* its size in bytes (the image must fit) */
+    const char *target;              /* the lowering target the firmware was built for */
+    const char *io_signature;        /* names, dtypes and shapes of the inputs and outputs */
+    const char *io_signature_sha256; /* hex sha256 of io_signature: what an image must match */
+    const char *host_image_path;     /* host board: the file that stands for the partition */
 } espnn_pte_desc_t;
+
+#define ESPNN_STORAGE_EMBEDDED 0u
+#define ESPNN_STORAGE_PARTITION 1u
 
 #ifdef __cplusplus
 }

@@ -25,6 +25,7 @@
 #include "espnn_compat.h"
 #include "espnn_format.h"
 #include "espnn_mem.h"
+#include "espnn_model_partition.h"
 
 namespace et = ::executorch::runtime;
 using ::executorch::aten::ScalarType;
@@ -136,6 +137,11 @@ struct EspnnModel::Impl {
     size_t n_planned = 0;
     Slot *inputs = nullptr;
     Slot *outputs = nullptr;
+    /* what load() reads: the header's description, or (storage = partition) the mapped
+     * image's bytes and sizes with the header's I/O */
+    espnn_pte_desc_t desc{};
+    espnn_partition::Mapping mapping{};
+    char sha256[65] = {0};
 
     Impl(const void *data, size_t size) : loader(data, size) {}
 };
@@ -152,11 +158,13 @@ void EspnnModel::fail(const char *fmt, ...) {
 }
 
 const espnn_pte_tensor_t *EspnnModel::input_info(size_t index) const {
-    return (desc_.inputs != nullptr && index < desc_.n_inputs) ? &desc_.inputs[index] : nullptr;
+    const espnn_pte_desc_t &d = impl_ != nullptr ? impl_->desc : desc_; /* partition: the image's quantization */
+    return (d.inputs != nullptr && index < d.n_inputs) ? &d.inputs[index] : nullptr;
 }
 
 const espnn_pte_tensor_t *EspnnModel::output_info(size_t index) const {
-    return (desc_.outputs != nullptr && index < desc_.n_outputs) ? &desc_.outputs[index] : nullptr;
+    const espnn_pte_desc_t &d = impl_ != nullptr ? impl_->desc : desc_;
+    return (d.outputs != nullptr && index < d.n_outputs) ? &d.outputs[index] : nullptr;
 }
 
 static size_t numel_of(const espnn_pte_tensor_t *t) {
@@ -204,8 +212,10 @@ void EspnnModel::end() {
     free_block(&impl->temp_pool);
     free_block(&impl->method_pool);
     espnn_mem_block_t self = impl->self;
+    espnn_partition::Mapping mapping = impl->mapping;
     impl->~Impl();
     free_block(&self);
+    espnn_partition::close(&mapping); /* after the program that read it */
 }
 
 /* Copies the backend's last message after "<what>: <error name>" so a user sees why. */
@@ -227,25 +237,47 @@ bool EspnnModel::begin() {
         return true;
     }
     error_[0] = '\0';
-    const espnn_pte_desc_t &d = desc_;
-    if (d.desc_version != ESPNN_PTE_DESC_VERSION) {
+    if (desc_.desc_version != ESPNN_PTE_DESC_VERSION) {
         fail("model header description version %u, this runtime reads version %d: regenerate model_pte.h "
              "with the installed executorch-espnn",
-             static_cast<unsigned>(d.desc_version), ESPNN_PTE_DESC_VERSION);
+             static_cast<unsigned>(desc_.desc_version), ESPNN_PTE_DESC_VERSION);
         return false;
     }
     char msg[320];
-    if (!espnn_et::check_desc_versions(d, msg, sizeof msg)) {
+    if (!espnn_et::check_desc_versions(desc_, msg, sizeof msg)) {
         fail("%s", msg);
         return false;
     }
+    /* custom_executorch_storage = partition: the bytes and sizes come from the mapped image
+     * (checked against this firmware); from here on `d` describes it as an embedded model */
+    espnn_pte_desc_t mapped{};
+    espnn_partition::Mapping mapping{};
+    const bool in_partition = desc_.storage == ESPNN_STORAGE_PARTITION;
+    const size_t n_io = static_cast<size_t>(desc_.n_inputs) + desc_.n_outputs;
+    espnn_pte_tensor_t io_copy[ESPNN_IMAGE_MAX_TENSORS]; /* copied into the state block below */
+    char sha_hex[65];
+    if (in_partition) {
+        if ((desc_.n_inputs > 0 && desc_.inputs == nullptr) || (desc_.n_outputs > 0 && desc_.outputs == nullptr) ||
+            n_io > ESPNN_IMAGE_MAX_TENSORS) {
+            fail("model header lists %u inputs and %u outputs without their descriptions",
+                 static_cast<unsigned>(desc_.n_inputs), static_cast<unsigned>(desc_.n_outputs));
+            return false;
+        }
+        if (!espnn_partition::open(desc_, &mapping, &mapped, io_copy, sha_hex, msg, sizeof msg)) {
+            fail("%s", msg);
+            return false;
+        }
+    }
+    const espnn_pte_desc_t &d = in_partition ? mapped : desc_;
     if (d.data == nullptr || d.size == 0) {
         fail("model header has no program bytes");
+        espnn_partition::close(&mapping);
         return false;
     }
     if ((reinterpret_cast<uintptr_t>(d.data) % kPoolAlign) != 0) {
         fail("program bytes at %p are not 16-byte aligned: the generated data must keep its .balign 16",
              static_cast<const void *>(d.data));
+        espnn_partition::close(&mapping);
         return false;
     }
     if ((d.n_inputs > 0 && d.inputs == nullptr) || (d.n_outputs > 0 && d.outputs == nullptr)) {
@@ -260,6 +292,7 @@ bool EspnnModel::begin() {
         char detail[256];
         executorch_espnn_last_error(detail, sizeof detail);
         fail("cannot register EspNNDelegateBackend (error 0x%x): %s", static_cast<unsigned>(reg), detail);
+        espnn_partition::close(&mapping);
         return false;
     }
 
@@ -269,11 +302,13 @@ bool EspnnModel::begin() {
     const size_t max_planned = 16;
     const size_t spans_at = align_up(sizeof(Impl), alignof(et::Span<uint8_t>));
     const size_t slots_at = align_up(spans_at + max_planned * sizeof(et::Span<uint8_t>), alignof(Slot));
-    const size_t self_bytes = slots_at + (static_cast<size_t>(d.n_inputs) + d.n_outputs) * sizeof(Slot);
+    const size_t tensors_at = align_up(slots_at + n_io * sizeof(Slot), alignof(espnn_pte_tensor_t));
+    const size_t self_bytes = tensors_at + (in_partition ? n_io * sizeof(espnn_pte_tensor_t) : 0);
     espnn_mem_block_t self =
         espnn_mem_alloc(ESPNN_MEM_STATE, self_bytes, kPoolAlign, "EspnnModel state", msg, sizeof msg);
     if (self.ptr == nullptr) {
         fail("%s", msg);
+        espnn_partition::close(&mapping);
         return false;
     }
     Impl *impl = new (self.ptr) Impl(d.data, d.size);
@@ -282,6 +317,18 @@ bool EspnnModel::begin() {
     impl->planned_spans = new (base + spans_at) et::Span<uint8_t>[max_planned];
     impl->inputs = new (base + slots_at) Slot[d.n_inputs + d.n_outputs];
     impl->outputs = impl->inputs + d.n_inputs;
+    impl->desc = d;
+    if (in_partition) {
+        espnn_pte_tensor_t *own = reinterpret_cast<espnn_pte_tensor_t *>(base + tensors_at);
+        for (size_t i = 0; i < n_io; ++i) {
+            new (own + i) espnn_pte_tensor_t(io_copy[i]);
+        }
+        impl->desc.inputs = own;
+        impl->desc.outputs = own + d.n_inputs;
+        memcpy(impl->sha256, sha_hex, sizeof impl->sha256);
+        impl->desc.sha256 = impl->sha256;
+        impl->mapping = mapping;
+    }
     impl_ = impl;
     if (!load(msg, sizeof msg)) {
         fail("%s", msg);
@@ -293,7 +340,7 @@ bool EspnnModel::begin() {
 
 bool EspnnModel::load(char *msg, size_t msg_size) {
     Impl *impl = impl_;
-    const espnn_pte_desc_t &d = desc_;
+    const espnn_pte_desc_t &d = impl->desc;
     const char *method_name = d.method != nullptr ? d.method : "forward";
 
     auto program = et::Program::load(&impl->loader, et::Program::Verification::InternalConsistency);

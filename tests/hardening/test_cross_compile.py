@@ -90,6 +90,10 @@ def idf_world(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Unit], lis
     c = [Unit(Path(s), (*C_STRICT, *flags, *(f"-D{d}" for d in idf_version_defines(v))),
               f"{s} [ESP-IDF {v}]") for v in IDF_VERSIONS for s in srcs if s.endswith(".c")]
     cxx = _cxx_passes([Path(s) for s in srcs if not s.endswith(".c")], flags)
+    # the model partition's mapping has an ESP-IDF 4.4 branch (Arduino-ESP32 2.0.x) too
+    old_idf = tuple(f"-D{d}" for d in idf_version_defines("4.4"))
+    cxx += [dataclasses.replace(u, flags=(*u.flags, *old_idf), label=f"{u.label} [ESP-IDF 4.4]")
+            for u in cxx if u.source.name == "espnn_model_partition.cpp"]
     return c, cxx
 
 
@@ -237,3 +241,40 @@ def test_a_missing_cross_compiler_names_the_debian_packages() -> None:
                        r"install the Debian packages gcc-arm-none-eabi picolibc-arm-none-eabi "
                        r"libstdc\+\+-arm-none-eabi-picolibc qemu-system-arm"):
         build.compile_report(broken, [])
+
+
+# ------------------------------------------------------- the partition-storage model header
+
+
+@pytest.mark.parametrize("name", CROSS)
+def test_partition_header_compiles_warning_free(name: str, tmp_path: Path) -> None:
+    """model_pte.h of custom_executorch_storage = partition (no bytes: the descriptor names the
+    partition), included as a sketch does, as C on every target and C++ where there is one."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "builder"))
+    from espnn_pio import render
+
+    tensor = {"name": "x", "dtype": 1, "dtype_name": "float32", "dims": [1, 4], "numel": 4, "nbytes": 16}
+    out_t = {**tensor, "name": "output0", "dims": [1, 3], "numel": 3, "nbytes": 12}
+    info = {"pte": {"inputs": [tensor], "outputs": [out_t], "method": "forward"},
+            "versions": {"executorch": "1.5.1", "package": "0.1.0", "format_major": "1",
+                         "format_minor": "0"},
+            "target": "esp32s3",
+            "storage": {"label": "espnn_model", "size": 65536, "signature": "in x:float32[1,4]",
+                        "signature_sha256": "0" * 64, "host_image_path": "/tmp/p.bin"}}
+    render.write_all(info, tmp_path)
+    gen = tmp_path / render.GENERATED_SUBDIR
+    assert not (gen / "model_pte_data.S").exists()
+    app_c = tmp_path / "app.c"
+    app_c.write_text('#include "model_pte.h"\nconst espnn_pte_desc_t *app_model(void) { return &model_pte; }\n')
+    flags = includes(gen, COMPONENT / "include")
+    units = [Unit(app_c, (*C_STRICT, *flags))]
+    t = targets.CROSS[name]
+    if t.cxx:
+        app_cpp = tmp_path / "app.cpp"
+        app_cpp.write_text('#include <executorch_espnn.h>\n#include "model_pte.h"\n'
+                           "EspnnModel *app_model() { static EspnnModel m(model_pte); return &m; }\n")
+        units += _cxx_passes([app_cpp], flags)
+    errors = _errors(t, units)
+    assert not errors, errors
