@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import DelegateInputError
+from ..layout import unit_dim_view
 from ..payload import DType, Payload, Storage, TensorRec
 
 # Fill for the arena and for each op's scratch before the op runs.  A valid plan never reads
@@ -33,6 +34,10 @@ def _check_input(k: int, t: TensorRec, arr: object) -> npt.NDArray[np.generic]:
             f"input {k}: expected a numpy array of {want_dtype.name} with shape {t.dims}, "
             f"got {type(arr).__name__}"
         )
+    if arr.dtype == want_dtype and arr.shape != t.dims and unit_dim_view(arr.shape, t.dims):
+        # an io tensor may list the program tensor's sizes with unit dims moved (the same
+        # bytes: the engine reads the program's storage in place, docs/payload-format.md)
+        arr = arr.reshape(t.dims)
     if arr.dtype != want_dtype or arr.shape != t.dims:
         raise DelegateInputError(
             f"input {k}: expected {want_dtype.name} with shape {t.dims}, "
