@@ -33,6 +33,7 @@ INI_OPTIONS = {
     "selftest": "custom_executorch_selftest",
     "validation": "custom_executorch_validation",
     "calibration": "custom_executorch_calibration",
+    "io": "custom_executorch_io",
 }
 
 # module -> the requirement to install when it is missing (pins as in pyproject.toml)
@@ -93,6 +94,8 @@ def lower(args: argparse.Namespace, out: Path) -> None:
         argv += ["--validation", str(args.validation)]
     if args.selftest:
         argv += ["--selftest", str(args.selftest)]
+    if args.io != "float":
+        argv += ["--io", args.io]
     try:
         rc = cli.run(argv)
     except OptionValueError as exc:  # one line naming the platformio.ini option
@@ -205,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--calibration", type=Path)
     p.add_argument("--validation", type=Path)
     p.add_argument("--selftest", type=int, default=0)
+    p.add_argument("--io", default="float")
     p.add_argument("--model-option", default="custom_executorch_model")
     p.add_argument("--package-root", type=Path, help="a checkout whose executorch_espnn to use")
     args = p.parse_args(argv)

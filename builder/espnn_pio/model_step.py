@@ -184,6 +184,8 @@ def run(opts: ModelOptions, paths: StepPaths, python: str, platform_dir: Path) -
         cmd += ["--validation", str(opts.validation)]
     if opts.selftest:
         cmd += ["--selftest", str(opts.selftest)]
+    if opts.io != "float":
+        cmd += ["--io", opts.io]
     last_error = ""
     proc = subprocess.Popen(
         cmd,
