@@ -42,6 +42,16 @@ def check_io(io: object) -> str:
     )
 
 
+def view_bytes(numel: int, tensor_dtype: str, wanted_dtype: str) -> int:
+    """The view buffer ``EspnnModel::input<T>()``/``output<T>()`` allocates on a program I/O
+    tensor (``view_bytes`` of runtime/espnn_model.cpp): 0 in the tensor's own dtype (its storage
+    is returned: with int8 I/O, ``input<int8_t>()`` costs nothing), numel x element size of the
+    other dtype ("float32" 4 bytes, "int8" 1)."""
+    if wanted_dtype == tensor_dtype:
+        return 0
+    return numel * (4 if wanted_dtype == "float32" else 1)
+
+
 def _user_output_indices(ep: ExportedProgram) -> list[int]:
     from torch.export.graph_signature import OutputKind
 

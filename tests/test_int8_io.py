@@ -270,3 +270,11 @@ def test_platformio_io_option(tmp_path: Path) -> None:
     with pytest.raises(OptionError, match=r"^custom_executorch_io = int8: a ready \.pte's inputs and outputs are fixed"):
         _parse(tmp_path, "model.pte", custom_executorch_io="int8")
     assert _parse(tmp_path, "model.pte", custom_executorch_io="float").io == "float"
+
+
+def test_view_bytes_rule() -> None:
+    from executorch_espnn.program_io import view_bytes
+
+    # int8 I/O fed with bytes: the program's storage, no view; float I/O fed with bytes: numel B
+    assert view_bytes(9216, "int8", "int8") == 0 and view_bytes(9216, "float32", "int8") == 9216
+    assert view_bytes(12, "int8", "float32") == 48 and view_bytes(12, "float32", "float32") == 0
