@@ -278,3 +278,17 @@ def test_view_bytes_rule() -> None:
     # int8 I/O fed with bytes: the program's storage, no view; float I/O fed with bytes: numel B
     assert view_bytes(9216, "int8", "int8") == 0 and view_bytes(9216, "float32", "int8") == 9216
     assert view_bytes(12, "int8", "float32") == 48 and view_bytes(12, "float32", "float32") == 0
+
+
+def test_a_ready_int8_pte_gets_its_scale_in_the_header(pairs: dict[str, Pair]) -> None:
+    """custom_executorch_model = model.pte (no lowering report): the header's description of an
+    int8 program tensor still carries the delegate's scale and zero point."""
+    from espnn_pio import lower_driver, pte_meta, render  # type: ignore[import-not-found]
+
+    lm = pairs["conv_c3"].int8_route
+    sizes = {k: 0 for k in render.POOL_FIELDS} | {"pointer_bytes": 8}
+    info = render.model_info(pte_meta.read(lm.pte), lower_driver.io_description(lm.pte), {}, sizes)
+    (t_in,), (t_out,) = info["pte"]["inputs"], info["pte"]["outputs"]
+    assert (t_in["scale"], t_in["zero_point"], t_in["access"]) == (lm.inputs[0].scale, lm.inputs[0].zero_point,
+                                                                   "transposed copy")
+    assert (t_out["scale"], t_out["zero_point"]) == (lm.outputs[0].scale, lm.outputs[0].zero_point)

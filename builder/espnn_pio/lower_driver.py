@@ -149,11 +149,25 @@ def describe(out: Path) -> dict[str, Any]:
         raise StepFailure(f"model.pte is not a usable ExecuTorch program: {exc}") from exc
     report_path = out / "report.json"
     report: dict[str, Any] = (
-        json.loads(report_path.read_text(encoding="utf8")) if report_path.is_file() else {}
+        json.loads(report_path.read_text(encoding="utf8")) if report_path.is_file() else io_description(pte)
     )
     info = render.model_info(meta, report, versions(), measure_pools(pte, meta.method))
     info["accuracy"] = accuracy_lines(report)
     return info
+
+
+def io_description(pte: bytes) -> dict[str, Any]:
+    """A ready .pte's inputs/outputs as the lowering report describes them (an int8 program
+    tensor's own scale and zero point come from the delegate that reads or writes it), for the
+    header; {} when the program cannot be described."""
+    from executorch_espnn.errors import EspNNError
+    from executorch_espnn.report import build_report
+
+    try:
+        full = build_report(pte).to_dict()
+    except (EspNNError, ValueError):
+        return {}
+    return {side: full[side] for side in ("inputs", "outputs")}
 
 
 def accuracy_lines(report: dict[str, Any]) -> list[str]:
