@@ -13,7 +13,10 @@
    ``GroupBasedPartitioner`` (a merge that would create a cycle is never made).
 4. Quantize nodes reading float tensors from outside, and dequantize nodes whose
    readers stay on the CPU (or are graph outputs), join the partition next to them,
-   so a fully supported model has float inputs and outputs and no CPU operators.
+   so a fully supported model has float inputs and outputs and no CPU operators.  With
+   ``int8_io=True`` (``lower(..., io="int8")``) the program's own boundary quantize/dequantize
+   nodes stay outside, for ExecuTorch's QuantizeInputs/QuantizeOutputs to remove
+   (``program_io``).
 5. Each partition is lowered once more as a whole; one that exceeds the engine's
    limits is split into consecutive (hence convex) pieces that fit.
 6. Nodes are tagged, constants follow their users (``tag_constant_data``), and one
