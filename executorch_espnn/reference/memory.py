@@ -15,7 +15,6 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import DelegateInputError
-from ..layout import unit_dim_view
 from ..payload import DType, Payload, Storage, TensorRec
 
 # Fill for the arena and for each op's scratch before the op runs.  A valid plan never reads
@@ -27,6 +26,10 @@ def numpy_dtype(dtype: DType) -> np.dtype[np.generic]:
     return np.dtype(dtype.numpy_name).newbyteorder("<")
 
 
+def _non_unit(dims: Sequence[int]) -> list[int]:
+    return [d for d in dims if d != 1]
+
+
 def _check_input(k: int, t: TensorRec, arr: object) -> npt.NDArray[np.generic]:
     want_dtype = numpy_dtype(t.dtype)
     if not isinstance(arr, np.ndarray):
@@ -34,7 +37,7 @@ def _check_input(k: int, t: TensorRec, arr: object) -> npt.NDArray[np.generic]:
             f"input {k}: expected a numpy array of {want_dtype.name} with shape {t.dims}, "
             f"got {type(arr).__name__}"
         )
-    if arr.dtype == want_dtype and arr.shape != t.dims and unit_dim_view(arr.shape, t.dims):
+    if arr.dtype == want_dtype and arr.shape != t.dims and _non_unit(arr.shape) == _non_unit(t.dims):
         # an io tensor may list the program tensor's sizes with unit dims moved (the same
         # bytes: the engine reads the program's storage in place, docs/payload-format.md)
         arr = arr.reshape(t.dims)
