@@ -2,7 +2,7 @@
 ``build|inspect|init|cmake-prefix|platform``.
 
     build MODEL --out DIR [--target esp32s3] [--strict] [--calibration data.npz]
-          [--validation val.npz] [--selftest N]
+          [--validation val.npz] [--selftest N] [--io float|int8]
         lowers a .py/.pt2 model (or takes a ready .pte) and writes DIR/model.pte,
         DIR/report.json, DIR/report.txt, DIR/report.html (the same report as one self-contained
         page) and DIR/selected_operators.yaml (and, with --selftest N, DIR/selftest.npz: N inputs
@@ -74,6 +74,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="embed N inputs with their expected outputs for EspnnModel::self_test() "
                         "(from --validation, else the calibration data, else random); "
                         f"writes {SELFTEST_FILE}")
+    b.add_argument("--io", default="float", metavar="float|int8",
+                   help="the program's inputs and outputs: float32 (default) or the int8 values of "
+                        "the delegate's quantized side (4x smaller planned memory; scale and zero "
+                        "point in the report and model_pte.h)")
     b.add_argument("--verbose", action="store_true", help="show tracebacks on errors")
     b.add_argument("--quiet", action="store_true", help="print only errors")
 
@@ -136,10 +140,12 @@ def _strict_check(report_cpu: Sequence[tuple[str, str]], source: Path) -> None:
 
 def _build(args: argparse.Namespace, out: TextIO) -> int:
     from .lowering import check_target
+    from .program_io import check_io
     from .selftest import check_count
 
     target = check_target(args.target or "esp32s3")  # fail fast, before importing torch
     check_count(args.selftest)
+    io = check_io(args.io)
 
     def say(msg: str) -> None:
         if not args.quiet:
@@ -155,6 +161,13 @@ def _build(args: argparse.Namespace, out: TextIO) -> int:
         raise OptionValueError(
             "selftest", args.selftest, f"{args.model.name} is an already lowered .pte",
             "the expected outputs need the model: pass the .py or .pt2 model to embed a self-test",
+        )
+    if src.kind == "pte" and io != "float":
+        from .errors import OptionValueError
+
+        raise OptionValueError(
+            "io", args.io, f"{args.model.name} is an already lowered .pte, whose I/O is fixed",
+            "pass the .py or .pt2 model to lower it with int8 I/O",
         )
     if src.kind == "pte":
         from .report import build_report
@@ -179,7 +192,7 @@ def _build(args: argparse.Namespace, out: TextIO) -> int:
         assert src.model is not None
         lowered = lower(src.model, src.example_inputs, src.calibration, target=target,
                         strict=args.strict, progress=say, selftest=args.selftest,
-                        validation=src.validation)
+                        validation=src.validation, io=io)
         report, pte, selftest = lowered.report, lowered.pte, lowered.selftest
     written = _write_outputs(args.out, pte, json.dumps(report.to_dict(), indent=2) + "\n", str(report),
                              report.html())

@@ -147,6 +147,7 @@ def lower(
     progress: Progress | None = None,
     selftest: int = 0,
     validation: Iterable[Any] | ValidationData | None = None,
+    io: str = "float",
 ) -> LoweredModel:
     """Lower ``model`` for ``target`` and return the program, its report and stage timings.
 
@@ -169,11 +170,19 @@ def lower(
     measures accuracy: per output, the float model vs the PT2E quantized model vs the
     delegate's exact int8 result, and each delegated layer's error (``LoweredModel.accuracy``,
     the report's accuracy section; see executorch_espnn.accuracy).
+
+    ``io="int8"`` makes the program take and return the int8 values of the delegate's quantized
+    side (scale and zero point in ``LoweredModel.inputs``/``outputs``) instead of float32: the
+    planned memory holds int8 I/O, and the delegate reads and writes it in place when its layout
+    allows (see executorch_espnn.program_io).  An input or output with no int8 form raises
+    ``LoweringError`` naming it.
     """
     import torch
 
+    from .program_io import check_io
     from .selftest import check_count
 
+    io_kind = check_io(io)
     tgt = check_target(target)
     n_selftest = check_count(selftest)
     say: Progress = progress or (lambda _msg: None)
@@ -257,7 +266,7 @@ def lower(
     from .backend import EspNNDelegateBackend  # noqa: F401  (registers the backend by class name)
     from .partitioner import EspNNPartitioner
 
-    partitioner = EspNNPartitioner(target=tgt, allow_cpu_fallback=not strict)
+    partitioner = EspNNPartitioner(target=tgt, allow_cpu_fallback=not strict, int8_io=io_kind == "int8")
     t0 = stage(3, "partition", f" for {tgt}")
     try:
         edge = to_edge_transform_and_lower(qep, partitioner=[partitioner])
@@ -267,18 +276,26 @@ def lower(
         raise LoweringError(f"partitioning/preprocess failed: {_first_line(exc)}") from exc
     done(3, "partition", t0)
 
-    selftest_io = None
-    if samples is not None:
-        # before to_executorch(): its passes rewrite the edge program's graph in place
-        selftest_io = _selftest_reference(edge.exported_program(), qep, samples, input_names, say)
     accuracy = None
     if val is not None:
         from .accuracy import evaluate
 
         say(f"accuracy: {len(val)} sample(s) of the {val.source}: float, PT2E and ESP-NN (bit-exact "
             "reference) ...")
+        # (on the float-I/O program: int8 I/O only drops the boundary quantize/dequantize)
         accuracy = evaluate(None if already_quantized else ep, qep, edge.exported_program(), val)
         say(f"accuracy: {accuracy.seconds:.2f} s")
+    if io_kind == "int8":
+        from .program_io import quantize_io
+
+        edge = quantize_io(edge)
+        say("int8 program I/O: the boundary quantize/dequantize removed (ExecuTorch's QuantizeInputs/"
+            "QuantizeOutputs)")
+    selftest_io = None
+    if samples is not None:
+        # before to_executorch(): its passes rewrite the edge program's graph in place
+        selftest_io = _selftest_reference(edge.exported_program(), qep, samples, input_names, say,
+                                          int8_inputs=io_kind == "int8")
 
     # 4. to_executorch
     # quantize/dequantize left on the CPU need their out variants registered (the AOT
@@ -345,13 +362,18 @@ def _selftest_reference(
     samples: tuple[list[tuple[Any, ...]], str],
     input_names: list[str],
     say: Progress,
+    int8_inputs: bool = False,
 ) -> tuple[str, Any, Any]:
-    """The stored inputs and reference outputs of the self-test samples (see selftest.py)."""
-    from .selftest import input_quantization, reference_outputs
+    """The stored inputs and reference outputs of the self-test samples (see selftest.py).
+    ``int8_inputs``: the program takes the quantized inputs themselves (io="int8")."""
+    from .selftest import input_quantization, quantize_samples, reference_outputs
 
     batches, source = samples
     t0 = time.perf_counter()
-    stored, outputs = reference_outputs(edge_program, batches, input_quantization(quantized), input_names)
+    quant = input_quantization(quantized)
+    if int8_inputs:
+        batches, quant = quantize_samples(batches, quant), []
+    stored, outputs = reference_outputs(edge_program, batches, quant, input_names)
     say(f"selftest: {len(batches)} sample(s) from the {source} data, expected outputs by the Python "
         f"reference: {time.perf_counter() - t0:.2f} s")
     return source, stored, outputs

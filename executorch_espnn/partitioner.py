@@ -13,7 +13,10 @@
    ``GroupBasedPartitioner`` (a merge that would create a cycle is never made).
 4. Quantize nodes reading float tensors from outside, and dequantize nodes whose
    readers stay on the CPU (or are graph outputs), join the partition next to them,
-   so a fully supported model has float inputs and outputs and no CPU operators.
+   so a fully supported model has float inputs and outputs and no CPU operators.  With
+   ``int8_io=True`` (``lower(..., io="int8")``) the program's own boundary quantize/dequantize
+   nodes stay outside, for ExecuTorch's QuantizeInputs/QuantizeOutputs to remove
+   (``program_io``).
 5. Each partition is lowered once more as a whole; one that exceeds the engine's
    limits is split into consecutive (hence convex) pieces that fit.
 6. Nodes are tagged, constants follow their users (``tag_constant_data``), and one
@@ -52,6 +55,7 @@ from .ops import Registry, Unit, build_registry
 from .ops.activation import aten_overload
 from .payload import PayloadError
 from .payload_builder import LimitExceeded, PayloadBuilder
+from .program_io import io_boundary
 from .units import build_payload, is_anchor, match_unit
 from .unsupported import Unsupported
 
@@ -123,10 +127,15 @@ class EspNNPartitioner(Partitioner):  # type: ignore[misc]  # executorch is unty
     ``options`` (see ``backend.LoweringOptions``) are passed to preprocess as a compile spec.
     """
 
-    def __init__(self, target: str = "esp32s3", allow_cpu_fallback: bool = True, **options: Any) -> None:
+    def __init__(self, target: str = "esp32s3", allow_cpu_fallback: bool = True, *, int8_io: bool = False,
+                 **options: Any) -> None:
         super().__init__()
         self.target = parse_target(target)
         self.allow_cpu_fallback = bool(allow_cpu_fallback)
+        # int8 program I/O (program_io): the program's boundary quantize/dequantize nodes stay
+        # outside every delegate, for ExecuTorch's QuantizeInputs/QuantizeOutputs to remove
+        self.int8_io = bool(int8_io)
+        self._io_boundary: set[Node] = set()
         self.options = LoweringOptions.from_dict(options)
         self.delegation_spec = DelegationSpec(
             EspNNDelegateBackend.__name__, compile_specs(self.target, self.options)
@@ -219,6 +228,7 @@ class EspNNPartitioner(Partitioner):  # type: ignore[misc]  # executorch is unty
         ctx = GraphContext(ep, self._known)
         nodes = list(gm.graph.nodes)
         order = {n: i for i, n in enumerate(nodes)}
+        self._io_boundary = io_boundary(ep) if self.int8_io else set()
 
         units: list[Unit] = []
         reasons: dict[Node, str] = {}
@@ -282,7 +292,7 @@ class EspNNPartitioner(Partitioner):  # type: ignore[misc]  # executorch is unty
             for n in p.nodes():
                 where[n] = i
         for n in nodes:  # quantize nodes reading a float tensor from outside
-            if not is_quantize(n) or n in where:
+            if not is_quantize(n) or n in where or n in self._io_boundary:
                 continue
             users = list(n.users)
             homes = {where.get(u) for u in users}
@@ -292,7 +302,7 @@ class EspNNPartitioner(Partitioner):  # type: ignore[misc]  # executorch is unty
                 pieces[home].boundary.append(n)
                 where[n] = home
         for n in nodes:  # dequantize nodes whose readers stay outside
-            if not is_dequantize(n) or n in where:
+            if not is_dequantize(n) or n in where or n in self._io_boundary:
                 continue
             src = n.args[0]
             if isinstance(src, Node) and src in where:
@@ -410,7 +420,8 @@ class EspNNPartitioner(Partitioner):  # type: ignore[misc]  # executorch is unty
         down = [_closure(m, lambda n: list(n.users)) for m in members]
 
         def on_cpu(nodes: set[Node]) -> list[Node]:
-            cpu = [n for n in nodes if n not in where and n.op == "call_function" and node_op(n) != GETITEM]
+            cpu = [n for n in nodes if n not in where and n.op == "call_function" and node_op(n) != GETITEM
+                   and n not in self._io_boundary]
             return sorted(cpu, key=lambda n: order[n])
 
         def named(nodes: list[Node]) -> str:
@@ -443,8 +454,8 @@ class EspNNPartitioner(Partitioner):  # type: ignore[misc]  # executorch is unty
     ) -> list[OpDecision]:
         decided: list[OpDecision] = []
         for n in nodes:
-            if n.op != "call_function" or node_op(n) == GETITEM:
-                continue
+            if n.op != "call_function" or node_op(n) == GETITEM or n in self._io_boundary:
+                continue  # (int8 I/O removes the boundary quantize/dequantize nodes)
             part = where.get(n)
             if part is not None:
                 if not is_qdq(n):

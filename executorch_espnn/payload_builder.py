@@ -125,6 +125,8 @@ class PayloadBuilder:
         self._operand_cache: dict[tuple[int, QParams], Value] = {}
         # (id of a value, shape) -> (that value, its view): one view per shape, both ways
         self._views: dict[tuple[int, tuple[int, ...]], tuple[Value, Value]] = {}
+        # int8 delegate inputs by io index, made on first use (``_int8_input``)
+        self._pending_inputs: dict[int, Value] = {}
 
     # ----------------------------------------------------------------- tensors
     def _tensor(self, rec: TensorRec) -> int:
@@ -186,11 +188,41 @@ class PayloadBuilder:
         else:
             raise Unsupported(f"delegate input {node.name} is {val.dtype}, expected float32 or int8")
         k = len(self.inputs)
+        if dt == DType.INT8:
+            # made on first use, in the order its first reader wants when that order has the
+            # program tensor's bytes (C == 1, H == W == 1, rank < 4): the engine then reads the
+            # program's storage in place instead of copying it into the arena
+            self.inputs.append(-1)
+            v = Value(node.name, shape, dt, None)
+            v.lazy = lambda perm: self._int8_input(v, k, perm)
+            self._pending_inputs[k] = v
+            self.values[node] = v
+            return v
         tid = self._tensor(TensorRec(dt, shape, Storage.INPUT, offset=k))
         self.inputs.append(tid)
         v = Value(node.name, shape, dt, None, {identity(len(shape)): tid})
         self.values[node] = v
         return v
+
+    def _int8_input(self, v: Value, k: int, perm: Perm) -> int:
+        """Delegate input ``k`` in order ``perm`` when its bytes are the logical order's (the
+        io tensor's dims are then a unit-dim permutation of the program tensor's sizes);
+        otherwise the input in logical order and one TRANSPOSE into the arena."""
+        ident = identity(v.rank)
+        qp = v.qp
+        own = perm if same_bytes(v.shape, ident, perm) else ident
+        flags = TENSOR_FLAG_NHWC if v.rank == 4 and own == (0, 2, 3, 1) else 0
+        tid = self._tensor(TensorRec(DType.INT8, physical(v.shape, own), Storage.INPUT, offset=k,
+                                     scale=qp.scale if qp else 0.0, zero_point=qp.zero_point if qp else 0,
+                                     flags=flags))
+        self.inputs[k] = tid
+        if own == perm:
+            return tid
+        v.real[own] = tid
+        inv = inverse(own)
+        out = self.arena(v.shape, v.dtype, v.qp, perm)
+        self.emit(Opcode.TRANSPOSE, [tid], out, perm_words([inv[x] for x in perm]))
+        return out
 
     def value(self, node: Node) -> Value:
         v = self.values.get(node)
@@ -463,19 +495,24 @@ class PayloadBuilder:
     def finish(self, outputs: Sequence[Node]) -> BuildResult:
         for k, node in enumerate(outputs):
             v = self.value(node)
-            tid = self.realize(v, identity(v.rank))
+            tid = self._output_source(v)
             t = self.tensors[tid]
             writer = self._writer(tid)
             if t.storage == Storage.ARENA and writer is not None:
+                # the op that computes it writes the program's output storage (no copy)
                 t.storage = Storage.OUTPUT
                 t.offset = k
-                t.flags = 0
+                if t.dims == tuple(v.shape):
+                    t.flags = 0
             else:
                 out = self._tensor(TensorRec(t.dtype, t.dims, Storage.OUTPUT, offset=k,
                                              scale=t.scale, zero_point=t.zero_point))
                 self.emit(Opcode.RESHAPE, [tid], out)
                 tid = out
             self.outputs.append(tid)
+        for k, pending in self._pending_inputs.items():
+            if self.inputs[k] < 0:  # an input no op reads: still an io tensor of the payload
+                self.realize(pending, identity(pending.rank))
         if not self.ops:
             raise Unsupported("the partition computes nothing")
         self._check_limits()
@@ -504,6 +541,18 @@ class PayloadBuilder:
                 raise LimitExceeded(str(e)) from None
             raise
         return BuildResult(payload, data, names)
+
+    def _output_source(self, v: Value) -> int:
+        """The tensor a delegate output is taken from: an int8 realization whose bytes are the
+        logical order's (written in place of the program's output when an op writes it), else
+        the value in logical order."""
+        ident = identity(v.rank)
+        if ident not in v.real and v.dtype == DType.INT8:
+            for p, tid in v.real.items():
+                t = self.tensors[tid]
+                if same_bytes(v.shape, p, ident) and t.storage == Storage.ARENA and self._writer(tid) is not None:
+                    return tid
+        return self.realize(v, ident)
 
     def _writer(self, tid: int) -> int | None:
         for i, op in enumerate(self.ops):

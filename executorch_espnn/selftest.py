@@ -180,6 +180,24 @@ def program_value(t: SelfTestTensor, case: int) -> npt.NDArray[Any]:
     return np.array(v, copy=True)
 
 
+def quantize_samples(
+    samples: Sequence[tuple[Any, ...]], quantization: Sequence[tuple[float, int] | None]
+) -> list[tuple[Any, ...]]:
+    """The samples as an int8-I/O program takes them: each quantized input on its int8 grid,
+    exactly as the program's quantize would (``_store_input``'s arithmetic)."""
+    import torch
+
+    def one(x: Any, quant: tuple[float, int] | None) -> Any:
+        arr = x.detach().contiguous().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+        if quant is None or arr.dtype != np.float32:
+            return x
+        inv = np.float32(1.0) / np.float32(quant[0])
+        return torch.from_numpy(np.clip(np.rint(arr * inv) + int(quant[1]), -128, 127).astype(np.int8))
+
+    return [tuple(one(x, quantization[i] if i < len(quantization) else None) for i, x in enumerate(b))
+            for b in samples]
+
+
 def _store_input(name: str, xs: list[npt.NDArray[Any]], quant: tuple[float, int] | None) -> SelfTestTensor:
     stack = np.stack(xs)
     if stack.dtype == np.float32 and quant is not None:

@@ -99,22 +99,31 @@ class Reference:
         return np.asarray(gm(x).detach().numpy(), dtype=np.float32).reshape(-1)
 
 
-def reference(built: Built, model_rel: str) -> Reference:
+def reference(built: Built, model_rel: str, io: str = "float") -> Reference:
     """Lower the example's model file here, as the build did (host board -> esp32s3)."""
     import executorch_espnn as ee
     from executorch_espnn.modelfile import load_model_file
 
     path = h.example_dir(built.name) / model_rel
     src = load_model_file(path)
-    lowered = ee.lower(src.model, src.example_inputs, src.calibration, target="esp32s3")
+    lowered = ee.lower(src.model, src.example_inputs, src.calibration, target="esp32s3", io=io)
     assert lowered.pte == built.pte, "the example's lowering is not reproducible"
     return Reference(_load(path), lowered)
 
 
 def host_run(built: Built, x: Any) -> np.ndarray:
+    """The embedded .pte on the float input ``x``; an int8-I/O program (custom_executorch_io =
+    int8) gets ``x`` quantized with its input's scale and zero point (ExecuTorch's rounding) and
+    its int8 output dequantized, as the float route's delegate would inside the payload."""
     from executorch_espnn import host
 
-    return np.asarray(host.run(built.pte, [x])[0], dtype=np.float32).reshape(-1)
+    ins, outs = built.info["pte"]["inputs"], built.info["pte"]["outputs"]
+    if ins[0]["dtype_name"] != "int8":
+        return np.asarray(host.run(built.pte, [x])[0], dtype=np.float32).reshape(-1)
+    inv = np.float32(1.0) / np.float32(ins[0]["scale"])
+    q = np.clip(np.rint(np.asarray(x, dtype=np.float32) * inv) + ins[0]["zero_point"], -128, 127).astype(np.int8)
+    y = host.run(built.pte, [q])[0].astype(np.int32) - outs[0]["zero_point"]
+    return (y.astype(np.float32) * np.float32(outs[0]["scale"])).reshape(-1)
 
 
 def _floats(text: str) -> np.ndarray:
@@ -332,7 +341,12 @@ def test_keyword_spotting_pio_test_on_host(core: Path, tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_person_detection_idf_on_host(core: Path, tmp_path: Path) -> None:
     built = build_and_run(core, "person_detection_idf", tmp_path / "ws")
-    ref = reference(built, "model/mobilenet.py")
+    # custom_executorch_io = int8: the app writes camera bytes into input<int8_t>(0)
+    assert [t["dtype_name"] for t in built.info["pte"]["inputs"] + built.info["pte"]["outputs"]] == ["int8"] * 2
+    header = (built.out / "espnn_model" / "model_pte.h").read_text()
+    assert "layout NCHW" in header and "the delegate reads it in the program's storage (no copy)" in header
+    assert "#define ESPNN_MODEL_INPUT0_ZERO_POINT" in header
+    ref = reference(built, "model/mobilenet.py", io="int8")
     mod = ref.module
     found = re.findall(
         r"scene (with|without) a person: person score (\S+), no-person score (\S+) -> (person|no person)",
@@ -343,4 +357,9 @@ def test_person_detection_idf_on_host(core: Path, tmp_path: Path) -> None:
         want = mod.LABELS.index("person" if has_person else "no person")
         assert verdict == mod.LABELS[want]
         assert_margin(printed, want, margin=2.0)
-        check_scores(printed, built, ref, mod.scene(has_person), verdict)
+        import torch
+
+        # the camera's bytes, as the app makes them, seen by the model as p / 127.5 - 1
+        gray = np.rint((mod.scene(has_person).numpy() + np.float32(1.0)) * np.float32(127.5))
+        x = torch.from_numpy(gray.astype(np.float32) / np.float32(127.5) - np.float32(1.0))
+        check_scores(printed, built, ref, x, verdict)

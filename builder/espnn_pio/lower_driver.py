@@ -33,6 +33,7 @@ INI_OPTIONS = {
     "selftest": "custom_executorch_selftest",
     "validation": "custom_executorch_validation",
     "calibration": "custom_executorch_calibration",
+    "io": "custom_executorch_io",
 }
 
 # module -> the requirement to install when it is missing (pins as in pyproject.toml)
@@ -93,6 +94,8 @@ def lower(args: argparse.Namespace, out: Path) -> None:
         argv += ["--validation", str(args.validation)]
     if args.selftest:
         argv += ["--selftest", str(args.selftest)]
+    if args.io != "float":
+        argv += ["--io", args.io]
     try:
         rc = cli.run(argv)
     except OptionValueError as exc:  # one line naming the platformio.ini option
@@ -146,7 +149,7 @@ def describe(out: Path) -> dict[str, Any]:
         raise StepFailure(f"model.pte is not a usable ExecuTorch program: {exc}") from exc
     report_path = out / "report.json"
     report: dict[str, Any] = (
-        json.loads(report_path.read_text(encoding="utf8")) if report_path.is_file() else {}
+        json.loads(report_path.read_text(encoding="utf8")) if report_path.is_file() else io_description(pte)
     )
     info = render.model_info(meta, report, versions(), measure_pools(pte, meta.method))
     info["accuracy"] = accuracy_lines(report)
@@ -163,6 +166,20 @@ def ram_bill(report: dict[str, Any], sizes: dict[str, int]) -> dict[str, Any] | 
     from executorch_espnn.report.ram import with_measured
 
     return with_measured(ram, sizes)
+
+
+def io_description(pte: bytes) -> dict[str, Any]:
+    """A ready .pte's inputs/outputs as the lowering report describes them (an int8 program
+    tensor's own scale and zero point come from the delegate that reads or writes it), for the
+    header; {} when the program cannot be described."""
+    from executorch_espnn.errors import EspNNError
+    from executorch_espnn.report import build_report
+
+    try:
+        full = build_report(pte).to_dict()
+    except (EspNNError, ValueError):
+        return {}
+    return {side: full[side] for side in ("inputs", "outputs")}
 
 
 def accuracy_lines(report: dict[str, Any]) -> list[str]:
@@ -249,6 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--calibration", type=Path)
     p.add_argument("--validation", type=Path)
     p.add_argument("--selftest", type=int, default=0)
+    p.add_argument("--io", default="float")
     p.add_argument("--model-option", default="custom_executorch_model")
     p.add_argument("--package-root", type=Path, help="a checkout whose executorch_espnn to use")
     p.add_argument("--storage", choices=("embedded", "partition"), default="embedded")

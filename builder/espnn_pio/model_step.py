@@ -197,6 +197,8 @@ def run(opts: ModelOptions, paths: StepPaths, python: str, platform_dir: Path,
         cmd += ["--selftest", str(opts.selftest)]
     if storage is not None and storage.is_partition:
         cmd += ["--storage", "partition", "--partition-size", str(storage.partition_size)]
+    if opts.io != "float":
+        cmd += ["--io", opts.io]
     last_error = ""
     proc = subprocess.Popen(
         cmd,

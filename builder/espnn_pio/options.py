@@ -20,6 +20,8 @@ STRICT = PREFIX + "strict"
 TARGET = PREFIX + "target"
 SELFTEST = PREFIX + "selftest"
 VALIDATION = PREFIX + "validation"
+IO = PREFIX + "io"  # the program's inputs/outputs: float (default) or int8
+IO_CHOICES = ("float", "int8")  # executorch_espnn.program_io.IO_CHOICES (no import: no torch here)
 # Where an ESP build's pinned source trees come from (builder/espnn_pio/sources.py reads them).
 RUNTIME_DIR = PREFIX + "runtime_dir"  # a pytorch/executorch checkout at the wheel's commit
 FLATBUFFERS_DIR = PREFIX + "flatbuffers_dir"  # google/flatbuffers at ExecuTorch's pin
@@ -35,7 +37,7 @@ RUNTIME_CHOICES = ("source", "wheel")
 STORAGE = PREFIX + "storage"
 STORAGE_CHOICES = ("embedded", "partition")
 PARTITION_SIZE = PREFIX + "partition_size"  # the model partition's size (default: image + 25 %)
-KNOWN = (MODEL, CALIBRATION, STRICT, TARGET, SELFTEST, VALIDATION, RUNTIME, *SOURCE_OPTIONS,
+KNOWN = (MODEL, CALIBRATION, STRICT, TARGET, SELFTEST, VALIDATION, IO, RUNTIME, *SOURCE_OPTIONS,
          STORAGE, PARTITION_SIZE)
 
 MODEL_SUFFIXES = (".py", ".pt2", ".pte")
@@ -63,11 +65,12 @@ class ModelOptions:
     target_from_board: bool
     selftest: int = 0  # samples embedded for EspnnModel::self_test()
     validation: Path | None = None  # absolute
+    io: str = "float"  # one of IO_CHOICES
 
     def cache_fields(self) -> dict[str, str]:
         """The option values that change the lowering's output (paths are hashed as content)."""
         return {"kind": self.kind, "strict": str(self.strict), "target": self.target,
-                "selftest": str(self.selftest)}
+                "selftest": str(self.selftest), "io": self.io}
 
 
 def _parse_bool(name: str, raw: str) -> bool:
@@ -126,7 +129,7 @@ def parse(
                 f"{name}: unknown option; the executorch options are {', '.join(KNOWN)}"
             )
     raw_model = (get(MODEL) or "").strip()
-    others = [n for n in (CALIBRATION, STRICT, TARGET, SELFTEST, VALIDATION) if (get(n) or "").strip()]
+    others = [n for n in (CALIBRATION, STRICT, TARGET, SELFTEST, VALIDATION, IO) if (get(n) or "").strip()]
     if not raw_model:
         if others:
             raise OptionError(
@@ -168,6 +171,7 @@ def parse(
 
     strict = _parse_bool(STRICT, get(STRICT) or "no")
     selftest, validation = _selftest_options(get, project_dir, kind)
+    io = _io_option(get, kind)
 
     raw_target = (get(TARGET) or "").strip().lower()
     if raw_target:
@@ -185,7 +189,25 @@ def parse(
                 f"`{TARGET} = ` one of {', '.join(TARGETS)}"
             )
         target, from_board = MCU_TO_TARGET[mcu], True
-    return ModelOptions(model, kind, calibration, strict, target, from_board, selftest, validation)
+    return ModelOptions(model, kind, calibration, strict, target, from_board, selftest, validation, io)
+
+
+def _io_option(get: Callable[[str], str | None], kind: str) -> str:
+    """custom_executorch_io: float (default) or int8 (see executorch_espnn.program_io)."""
+    raw = (get(IO) or "").strip()
+    value = raw.lower() or "float"
+    if value not in IO_CHOICES:
+        raise OptionError(
+            f"{IO} = {raw}: unknown value; use `{IO} = float` (float32 inputs and outputs, the "
+            f"default) or `{IO} = int8` (the int8 values of the delegate's quantized side, scale "
+            "and zero point in model_pte.h)"
+        )
+    if value != "float" and kind == "pte":
+        raise OptionError(
+            f"{IO} = {raw}: a ready .pte's inputs and outputs are fixed; point {MODEL} at the "
+            f".py/.pt2 model or remove {IO}"
+        )
+    return value
 
 
 def _selftest_options(

@@ -26,6 +26,11 @@ class TensorMeta:
     nbytes: int
     scale: float = 0.0
     zero_point: int = 0
+    # ExecuTorch's contiguous default dim order: "NCHW" for rank 4, "contiguous" otherwise
+    layout: str = ""
+    # how the delegate reaches it (the report's TensorSpec.access: "in place", "transposed copy",
+    # ...); "" when the report does not say
+    access: str = ""
 
 
 @dataclass
@@ -56,7 +61,8 @@ def _tensor_meta(decl: TensorDecl | None, idx: int, name: str, quant: dict[int, 
         raise ValueError(f"{name}: rank {len(dims)} > 4 is not supported at the model boundary")
     numel = decl.numel
     scale, zp = quant.get(idx, (0.0, 0)) if dtype in (DType.INT8, DType.UINT8) else (0.0, 0)
-    return TensorMeta(name, int(dtype), dtype.numpy_name, dims, numel, numel * dtype.size, scale, zp)
+    layout = "NCHW" if len(dims) == 4 else "contiguous"
+    return TensorMeta(name, int(dtype), dtype.numpy_name, dims, numel, numel * dtype.size, scale, zp, layout)
 
 
 def _boundary_quant(info: ProgramInfo) -> tuple[dict[int, tuple[float, int]], dict[int, tuple[float, int]]]:

@@ -68,9 +68,12 @@ def model_info(
                 continue
             if info.get("name"):
                 tensor["name"] = str(info["name"])
-            if info.get("scale") and not tensor["scale"]:
+            if info.get("scale") and (not tensor["scale"] or info.get("quantized_by") == "program"):
+                # an int8 program tensor's own parameters are the delegate's (io="int8")
                 tensor["scale"] = float(info["scale"])
                 tensor["zero_point"] = int(info.get("zero_point", 0))
+            if info.get("access"):
+                tensor["access"] = str(info["access"])
     delegated = _ops(report, "delegated_ops")
     cpu = _ops(report, "cpu_ops")
     # Pools from the measurement (what EspnnModel allocates), weights from the lowering

@@ -219,6 +219,30 @@ template <typename Seq> void format_list(const Seq &values, size_t n, char *buf,
     }
 }
 
+/* Whether a tensor of `sizes` (contiguous) holds the bytes of the payload's io tensor: the same
+ * dims, or (format 2.2) the same dims apart from where unit dims stand, so the engine can read
+ * e.g. a [1, 1, H, W] program tensor as its NHWC [1, H, W, 1] in place. */
+template <class Sizes> bool same_bytes_shape(const Sizes &sizes, const espnn_io_info_t &io) {
+    size_t i = 0;
+    size_t k = 0;
+    for (;;) {
+        while (i < sizes.size() && sizes[i] == 1) {
+            ++i;
+        }
+        while (k < io.rank && io.dims[k] == 1) {
+            ++k;
+        }
+        if (i == sizes.size() || k == io.rank) {
+            return i == sizes.size() && k == io.rank;
+        }
+        if (sizes[i] < 0 || static_cast<uint32_t>(sizes[i]) != io.dims[k]) {
+            return false;
+        }
+        ++i;
+        ++k;
+    }
+}
+
 /* Checks one delegate argument against the payload's description of it. */
 bool check_argument(const Delegate &d, const et::EValue *value, int is_output, uint32_t index,
                     void **data, size_t *nbytes) {
@@ -243,11 +267,7 @@ bool check_argument(const Delegate &d, const et::EValue *value, int is_output, u
     char got[96];
     char want[96];
     const auto sizes = t.sizes();
-    bool same_shape = static_cast<size_t>(t.dim()) == io.rank;
-    for (size_t i = 0; same_shape && i < io.rank; ++i) {
-        same_shape = sizes[i] >= 0 && static_cast<uint32_t>(sizes[i]) == io.dims[i];
-    }
-    if (!same_shape) {
+    if (!same_bytes_shape(sizes, io)) {
         format_list(sizes, sizes.size(), got, sizeof got);
         format_list(io.dims, io.rank, want, sizeof want);
         report_error("execute: delegate %s %" PRIu32 " has shape %s, the payload expects %s", role, index, got,

@@ -81,7 +81,8 @@ class EXECUTORCH_ESPNN_API EspnnModel {
     bool ready() const { return impl_ != nullptr; }
 
     /* Element pointers valid from begin() to end().  T is float or int8_t:
-     *  - the program's own dtype: the tensor's storage, no copy;
+     *  - the program's own dtype: the tensor's storage, no copy (with int8 program I/O,
+     *    custom_executorch_io = int8, input<int8_t>()/output<int8_t>() allocate nothing);
      *  - float on an int8 program tensor: a float buffer, quantized into the tensor at
      *    invoke() (inputs) or dequantized from it after invoke() (outputs), with the tensor's
      *    scale and zero point from the description;

@@ -76,6 +76,16 @@ void dequantize(const int8_t *in, float *out, size_t n, float scale, int32_t zer
     }
 }
 
+/* The bytes of the view buffer input<T>()/output<T>() allocates on an I/O tensor: none in the
+ * tensor's own dtype (its storage is returned), numel x element size of the other one.  The one
+ * rule the RAM bill counts I/O views by (executorch_espnn.program_io.view_bytes mirrors it). */
+size_t view_bytes(size_t numel, uint8_t tensor_dtype, uint8_t wanted_dtype) {
+    if (wanted_dtype == tensor_dtype) {
+        return 0;
+    }
+    return numel * (wanted_dtype == ESPNN_DTYPE_FLOAT32 ? sizeof(float) : 1u);
+}
+
 const char *dtype_text(uint8_t dtype) {
     return dtype == ESPNN_DTYPE_INT8 ? "int8" : (dtype == ESPNN_DTYPE_FLOAT32 ? "float32" : "unsupported");
 }
@@ -547,17 +557,17 @@ void *EspnnModel::view(bool is_output, size_t index, ViewKind kind) {
         return nullptr;
     }
     if (slot.staging.ptr == nullptr) {
-        const size_t elem = wanted == ESPNN_DTYPE_FLOAT32 ? sizeof(float) : 1;
+        const size_t bytes = view_bytes(slot.numel, slot.dtype, wanted);
         char what[48];
         snprintf(what, sizeof what, "%s %lu %s view", role, static_cast<unsigned long>(index),
                  wanted == ESPNN_DTYPE_FLOAT32 ? "float" : "int8");
         char msg[256];
-        slot.staging = espnn_mem_alloc(ESPNN_MEM_PLANNED, slot.numel * elem, kPoolAlign, what, msg, sizeof msg);
+        slot.staging = espnn_mem_alloc(ESPNN_MEM_PLANNED, bytes, kPoolAlign, what, msg, sizeof msg);
         if (slot.staging.ptr == nullptr) {
             fail("%s", msg);
             return nullptr;
         }
-        memset(slot.staging.ptr, 0, slot.numel * elem);
+        memset(slot.staging.ptr, 0, bytes);
     }
     slot.use_staging = true;
     if (is_output) {

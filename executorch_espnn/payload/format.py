@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 MAGIC = b"ESNN"
 FORMAT_MAJOR = 2
-FORMAT_MINOR = 1  # 2.1: PRELU, UPSAMPLE_BILINEAR, TRANSPOSE_CONV2D, LAYER_NORM, BATCH_MATMUL, AVG_POOL2D_FLOAT; ADD's input multipliers may be negative
+FORMAT_MINOR = 2  # 2.1: PRELU, UPSAMPLE_BILINEAR, TRANSPOSE_CONV2D, LAYER_NORM, BATCH_MATMUL, AVG_POOL2D_FLOAT; ADD's input multipliers may be negative; 2.2: io tensors may move unit dims (read/written in place)
 
 HEADER_SIZE = 64
 TENSOR_RECORD_SIZE = 24

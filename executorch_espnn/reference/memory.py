@@ -26,6 +26,10 @@ def numpy_dtype(dtype: DType) -> np.dtype[np.generic]:
     return np.dtype(dtype.numpy_name).newbyteorder("<")
 
 
+def _non_unit(dims: Sequence[int]) -> list[int]:
+    return [d for d in dims if d != 1]
+
+
 def _check_input(k: int, t: TensorRec, arr: object) -> npt.NDArray[np.generic]:
     want_dtype = numpy_dtype(t.dtype)
     if not isinstance(arr, np.ndarray):
@@ -33,6 +37,10 @@ def _check_input(k: int, t: TensorRec, arr: object) -> npt.NDArray[np.generic]:
             f"input {k}: expected a numpy array of {want_dtype.name} with shape {t.dims}, "
             f"got {type(arr).__name__}"
         )
+    if arr.dtype == want_dtype and arr.shape != t.dims and _non_unit(arr.shape) == _non_unit(t.dims):
+        # an io tensor may list the program tensor's sizes with unit dims moved (the same
+        # bytes: the engine reads the program's storage in place, docs/payload-format.md)
+        arr = arr.reshape(t.dims)
     if arr.dtype != want_dtype or arr.shape != t.dims:
         raise DelegateInputError(
             f"input {k}: expected {want_dtype.name} with shape {t.dims}, "

@@ -79,6 +79,10 @@ class ProgramRunner:
         args = [torch.from_numpy(np.ascontiguousarray(x)) if isinstance(x, np.ndarray) else x for x in inputs]
 
         class _Interpreter(torch.fx.Interpreter):
+            def run_node(self, n: Any) -> Any:
+                self._node = n
+                return super().run_node(n)
+
             def call_function(self, target: Any, args: Any, kwargs: Any) -> Any:
                 if not _is_delegate_call(target):
                     return super().call_function(target, args, kwargs)
@@ -92,7 +96,13 @@ class ProgramRunner:
                 payload = bytes(lowered.processed_bytes)
                 ex = Executor(payload, [_as_array(a) for a in args[1:]])
                 outs = ex.run(None if after_op is None else lambda i, e: after_op(payload, i, e))
-                return tuple(torch.from_numpy(np.ascontiguousarray(o)) for o in outs)
+                # an io tensor's dims may be the program tensor's with unit dims moved (the same
+                # bytes): hand the program its own shapes
+                vals = self._node.meta.get("val")
+                shapes = [tuple(getattr(x, "shape", o.shape)) for x, o in zip(vals, outs, strict=True)] \
+                    if isinstance(vals, (tuple, list)) and len(vals) == len(outs) else [o.shape for o in outs]
+                return tuple(torch.from_numpy(np.ascontiguousarray(o).reshape(s)) for o, s in zip(outs, shapes,
+                                                                                                 strict=True))
 
         with torch.no_grad():
             result = _Interpreter(self.module).run(*args)

@@ -316,29 +316,46 @@ def _io_specs(info: ProgramInfo, decoded: dict[int, Payload], names_in: Sequence
     def first_reader(p: Payload, tid: int) -> Any:
         return next((op for op in p.ops if tid in op.inputs), None)
 
+    def writer(p: Payload, tid: int) -> Any:
+        return next((op for op in p.ops if op.output == tid), None)
+
+    def access(op: Any, converts: Opcode) -> str:
+        if op is None:
+            return "in place"
+        if op.opcode == converts:
+            return "quantized" if converts == Opcode.QUANTIZE else "dequantized"
+        if op.opcode == Opcode.TRANSPOSE:
+            return "transposed copy"
+        if op.opcode == Opcode.RESHAPE:
+            return "copy"
+        return "in place"
+
     def spec(v: int, decl: TensorDecl | None, name: str, is_input: bool) -> TensorSpec:
         shape = decl.sizes if decl is not None else ()
         dtype = decl.dtype if decl is not None and decl.scalar_type in SCALAR_TYPES else "other"
-        if dtype == "int8":
-            return TensorSpec(name, shape, dtype, None, None, None)
+        layout = "NCHW" if len(shape) == 4 else "contiguous"  # (said where a delegate reads it)
         links = consumers.get(v, []) if is_input else ([producers[v]] if v in producers else [])
         for kind, idx, slot in links:
             if kind == "delegate":
                 p = decoded[idx]
                 tid = (p.inputs if is_input else p.outputs)[slot]
-                if p.tensors[tid].dtype != DType.FLOAT32:
+                t = p.tensors[tid]
+                op = first_reader(p, tid) if is_input else writer(p, tid)
+                how = access(op, Opcode.QUANTIZE if is_input else Opcode.DEQUANTIZE)
+                if dtype == "int8" and t.dtype == DType.INT8:
+                    # int8 program I/O: the delegate's own parameters are the tensor's
+                    return TensorSpec(name, shape, dtype, t.scale, t.zero_point, "program", layout, how)
+                if t.dtype != DType.FLOAT32:
                     continue
                 if is_input:
-                    op = first_reader(p, tid)
                     if op is not None and op.opcode == Opcode.QUANTIZE:
                         q = p.tensors[op.output]
-                        return TensorSpec(name, shape, dtype, q.scale, q.zero_point, "delegate")
+                        return TensorSpec(name, shape, dtype, q.scale, q.zero_point, "delegate", layout, how)
                 else:
-                    op = next((o for o in p.ops if o.output == tid), None)
                     if op is not None and op.opcode == Opcode.DEQUANTIZE and op.inputs[0] is not None:
                         q = p.tensors[op.inputs[0]]
-                        return TensorSpec(name, shape, dtype, q.scale, q.zero_point, "delegate")
-            else:
+                        return TensorSpec(name, shape, dtype, q.scale, q.zero_point, "delegate", layout, how)
+            elif dtype != "int8":
                 args = kernel_args[idx]
                 scale, zp = info.scalars.get(args[1]), info.scalars.get(args[2])
                 if scale is not None and zp is not None:

@@ -29,24 +29,19 @@ from typing import Any
 
 from ..payload import Opcode, Payload, Storage
 from ..payload.format import OP_SPECS
+from ..program_io import view_bytes
 from ..pte import DelegateCallInfo, ProgramInfo
 from ..scratch import ConvGeometry, conv_scratch, depthwise_scratch, softmax_scratch
 
 
 def io_view_bytes(dtype: str, numel: int, scale: float | None) -> int:
     """Bytes of the other-dtype view ``EspnnModel`` allocates for one program input or output
-    on the first ``input<T>()``/``output<T>()`` whose T is not the tensor's dtype: ``numel``
-    elements of float (4 bytes) for an int8 tensor, of int8 for a float one; none without a
-    quantization to convert with.  Mirrors ``EspnnModel::view`` in
-    espnn_component/runtime/espnn_model.cpp (``slot.numel * elem``, 16-byte aligned start);
-    keep the two in step."""
-    if scale is None or not scale > 0:
+    on the first ``input<T>()``/``output<T>()`` whose T is not the tensor's dtype
+    (``program_io.view_bytes``, the Python twin of ``view_bytes`` in
+    espnn_component/runtime/espnn_model.cpp); none without a quantization to convert with."""
+    if scale is None or not scale > 0 or dtype not in ("int8", "float32"):
         return 0
-    if dtype == "int8":
-        return numel * 4
-    if dtype == "float32":
-        return numel
-    return 0
+    return view_bytes(numel, dtype, "float32" if dtype == "int8" else "int8")
 
 
 def op_scratch(p: Payload, i: int) -> int:

@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 
 # 2: partitions[].starts, float_averages, the accuracy key (null without validation data),
 # graph, partitions' arena
-# 3: ram (the whole RAM bill and its lower bound, executorch_espnn/report/ram.py)
+# 3: ram (the whole RAM bill and its lower bound, executorch_espnn/report/ram.py); inputs/
+# outputs carry layout and access (int8 program I/O)
 REPORT_SCHEMA = 3
 
 
@@ -38,7 +39,16 @@ class TensorSpec:
     dtype: str  # "float32", "int8", …
     scale: float | None = None  # quantization of the int8 side, when there is one
     zero_point: int | None = None
-    quantized_by: str | None = None  # "delegate" (q/dq inside the payload), "cpu" (a CPU kernel), "input"
+    # who holds the int8 side: "delegate" (q/dq inside the payload), "cpu" (a CPU kernel),
+    # "program" (an int8 program tensor, io="int8": these are its own scale and zero point)
+    quantized_by: str | None = None
+    # the program tensor's memory order: ExecuTorch's contiguous default dim order ("NCHW" for
+    # rank 4, "contiguous" otherwise)
+    layout: str | None = None
+    # how the delegate reaches it: "in place" (reads/writes the program's storage, no copy),
+    # "transposed copy" (one TRANSPOSE to/from its NHWC arena tensor), "copy", "quantized" /
+    # "dequantized" (float I/O converted inside the payload); None when no delegate touches it
+    access: str | None = None
 
 
 @dataclass(frozen=True)
@@ -183,7 +193,8 @@ class LoweringReport:
 
         def ts(t: TensorSpec) -> dict[str, Any]:
             return {"name": t.name, "shape": list(t.shape), "dtype": t.dtype, "scale": t.scale,
-                    "zero_point": t.zero_point, "quantized_by": t.quantized_by}
+                    "zero_point": t.zero_point, "quantized_by": t.quantized_by, "layout": t.layout,
+                    "access": t.access}
 
         out = {
             "schema": REPORT_SCHEMA,

@@ -187,6 +187,10 @@ def macs(n: int) -> str:
 
 def _spec(t: dict[str, Any]) -> str:
     s = f"{t['dtype']}{list(t['shape'])}"
-    if t["scale"] is not None:
+    if t["scale"] is not None and t["quantized_by"] == "program":
+        s += f" (int8 program I/O: scale {t['scale']:.6g}, zero point {t['zero_point']})"
+    elif t["scale"] is not None:
         s += f" (int8 side: scale {t['scale']:.6g}, zero point {t['zero_point']}, by the {t['quantized_by']})"
+    if t.get("access"):
+        s += f", {t.get('layout')}, delegate: {t['access']}"
     return s

@@ -3,7 +3,7 @@
  * and templates/engine/espnn_format.h.j2: do not edit; change those and regenerate
  * (tests/test_payload_format.py fails while this copy is stale).
  *
- * Delegate payload format 2.1: constants shared by the parser and the ops.
+ * Delegate payload format 2.2: constants shared by the parser and the ops.
  * docs/payload-format.md is the prose spec.
  */
 #ifndef ESPNN_FORMAT_H
@@ -14,7 +14,7 @@
 #define ESPNN_MAGIC_2 0x4E /* 'N' */
 #define ESPNN_MAGIC_3 0x4E /* 'N' */
 #define ESPNN_FORMAT_MAJOR 2
-#define ESPNN_FORMAT_MINOR 1
+#define ESPNN_FORMAT_MINOR 2
 
 #define ESPNN_HEADER_SIZE 64
 #define ESPNN_TENSOR_RECORD_SIZE 24
@@ -86,7 +86,7 @@
 #define ESPNN_OP_AVG_POOL2D_FLOAT 28
 #define ESPNN_OP_COUNT 29 /* one past the last opcode */
 
-/* number of int32 parameter words per opcode (format 2.1) */
+/* number of int32 parameter words per opcode (format 2.2) */
 #define ESPNN_PARAMS_QUANTIZE 4
 #define ESPNN_PARAMS_DEQUANTIZE 4
 #define ESPNN_PARAMS_CONV2D 13
