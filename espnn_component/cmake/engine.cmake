@@ -24,6 +24,7 @@ set(ESPNN_ENGINE_SRCS
     ${_espnn_root}/engine/src/parse.c
     ${_espnn_root}/engine/src/permute.c
     ${_espnn_root}/engine/src/registry.c
+    ${_espnn_root}/engine/src/scratch_rules.c
     ${_espnn_root}/engine/src/validate.c
     ${_espnn_root}/engine/ops/add.c
     ${_espnn_root}/engine/ops/batch_matmul.c
