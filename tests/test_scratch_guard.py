@@ -1,0 +1,97 @@
+"""The scratch guard mode (espnn_component/host_espnn/include/esp_nn_host_guard.h): the host
+kernels write the scratch regions ESP-NN's ESP32-S3 kernels write, into a side buffer of each
+op's scratch_size followed by guard bytes, checked after every op.  Payloads sized by
+executorch_espnn/scratch.py must never reach a guard; a deliberately short one must."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import engine_helpers as eh
+import numpy as np
+import numpy.typing as npt
+import pytest
+from scratch_helpers import op_scratch, retarget
+
+from devkit import payload_factory as pf
+from devkit.zoo import ZOO
+from executorch_espnn.payload import decode
+from executorch_espnn.payload.format import DType, Opcode, Target
+from executorch_espnn.reference import run_delegate
+
+pytestmark = pytest.mark.skipif(__import__("shutil").which("gcc") is None, reason="needs gcc")
+
+S3 = Target.ESP32S3
+
+
+@functools.cache
+def _exe() -> Path:
+    return eh.build(eh.GUARD_S3)
+
+
+def _run_exact(name: str, data: bytes, inputs: list[npt.NDArray[np.generic]]) -> None:
+    ref = run_delegate(data, inputs)
+    r = eh.run(_exe(), eh.GUARD_S3, data, inputs, len(ref))
+    assert r.returncode == 0, f"{name}: exit {r.returncode}\n{r.stderr[-3000:]}"
+    for got, want in zip(r.outputs, ref, strict=True):
+        assert got == np.ascontiguousarray(want).tobytes(), name
+
+
+def _uses_scratch(data: bytes) -> bool:
+    p = decode(data)
+    return any(op_scratch(p, op, S3) for op in p.ops)
+
+
+def test_golden_suite_stays_inside_its_scratch() -> None:
+    """Every golden payload, lowered for the S3 (scratch by the lowering's rule), runs exactly
+    with every guard intact."""
+    cases = pf.all_cases()
+    assert sum(_uses_scratch(c.payload) for c in cases) >= 8
+    for c in cases:
+        _run_exact(c.name, retarget(c.payload, S3), c.inputs)
+
+
+@pytest.mark.parametrize("name", ["conv_1x1", "conv_3x3_s2_odd", "conv_ch_not_mult8", "conv_batch2",
+                                  "dw_mult1", "softmax_rows"])
+def test_short_scratch_is_caught(name: str) -> None:
+    case = {c.name: c for c in pf.all_cases()}[name]
+    r = eh.run(_exe(), eh.GUARD_S3, retarget(case.payload, S3, short_by=1), case.inputs, 1)
+    assert r.returncode != 0, name
+    assert "scratch guard: op 0 wrote 1 bytes past its scratch_size" in r.stderr, r.stderr[-2000:]
+    assert "fix the scratch rule" in r.stderr
+
+
+def _random_inputs(data: bytes, seed: int) -> list[npt.NDArray[np.generic]]:
+    p = decode(data)
+    rng = np.random.default_rng(seed)
+    out: list[npt.NDArray[np.generic]] = []
+    for tid in p.inputs:
+        t = p.tensors[tid]
+        if t.dtype == DType.FLOAT32:
+            out.append(rng.standard_normal(t.dims).astype(np.float32))
+        else:
+            out.append(rng.integers(-128, 128, t.dims, dtype=np.int8))
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [n for n, z in ZOO.items() if not z.large])
+def test_zoo_stays_inside_its_scratch(name: str) -> None:
+    """Zoo models lowered for the S3: each delegate runs (random inputs) with guards intact and
+    matches the reference."""
+    from devkit.lowered_zoo import lowered_zoo
+    from executorch_espnn.pte import delegate_payloads
+
+    payloads = delegate_payloads(lowered_zoo(name).pte)
+    assert payloads
+    convs = with_scratch = 0
+    for k, data in enumerate(payloads):
+        p = decode(data)
+        assert p.target == S3
+        for op in p.ops:
+            if op.opcode in (Opcode.CONV2D, Opcode.DEPTHWISE_CONV2D):
+                convs += 1
+                with_scratch += op.scratch_size > 0
+        _run_exact(f"{name}[{k}]", data, _random_inputs(data, k))
+    assert with_scratch > 0 or convs == 0, "a conv model reaches ESP-NN's scratch-using kernels"
