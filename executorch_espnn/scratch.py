@@ -16,8 +16,7 @@ The rules read ESP-NN 1.2.3 (``espressif/esp-nn`` master at d45b843; the pin is
 
 * ``generic`` (host simulator, ANSI kernels): 0 everywhere;
 * ``esp32s3``: ``esp_nn_conv_s8_esp32s3`` and ``esp_nn_depthwise_conv_s8_esp32s3``;
-* ``esp32p4``: the conv still takes ESP-NN's reserved formula (``_conv_p4``, not yet sized
-  by use), depthwise 0;
+* ``esp32p4``: ``esp_nn_conv_s8_esp32p4``; depthwise 0;
 * ``esp32``, ``esp32s2``, ``esp32c3``, ``esp32c6``: the generic "opt" kernels (conv and
   depthwise 0, softmax 4 bytes per row element).
 
@@ -25,7 +24,8 @@ Two assumptions the payload guarantees: constants start on 16-byte boundaries
 (``CONST_ALIGN``) and so does each scratch region (``ARENA_ALIGN``, in an arena the caller
 passes 16-byte aligned).  ``espnn_component/engine/src/scratch_rules.c`` is the C twin of
 these rules (the engine checks a payload's ``scratch_size`` against it at prepare);
-``tests/test_scratch_rules.py`` keeps the two in agreement.  When ESP-NN is upgraded,
+``tests/test_scratch_rules.py`` keeps the two in agreement.  A kernel that returns without
+computing on a NULL scratch (P4 conv, S3 depthwise) always gets at least ``NON_NULL_SCRATCH``.  When ESP-NN is upgraded,
 re-check these against the new sources.
 """
 
@@ -109,49 +109,47 @@ def _conv_s3(g: ConvGeometry) -> int:
 
 
 _P4_L1D_BUDGET = 32768
+# esp_nn_conv_s8_esp32p4 and esp_nn_depthwise_conv_s8_esp32s3 return WITHOUT computing when
+# their scratch pointer is NULL, which the engine passes for a scratch_size of 0: a kernel
+# that writes nothing still gets a (minimal, one ARENA_ALIGN unit) region.
+NON_NULL_SCRATCH = 16
 
 
 def _conv_p4(g: ConvGeometry) -> int:
-    """What ``esp_nn_get_conv_scratch_size_esp32p4`` (``esp_nn_conv_esp32p4.c``) reserves."""
-    align_buf = 32
-    if g.filter_w == 1 and g.filter_h == 1 and g.pad_w == 0 and g.pad_h == 0 and g.stride_w == 1 and g.stride_h == 1:
-        if g.in_ch < 16:
-            return g.out_ch * 4 + 16 * g.out_ch + 32 + align_buf
-        ch8 = (g.in_ch + 7) & ~7
-        transpose = 0 if g.in_w * g.in_h < 8 else 2 * 8 * ch8
-        inp = g.in_w * g.in_h * ch8 if g.in_ch % 8 else 0
-        return inp + ch8 * g.out_ch + transpose + align_buf
-    ch16 = (g.in_ch + 15) & ~15
-    acc = g.out_ch * 4
-    if g.pad_w == 0 and g.pad_h == 0 and g.filter_w * g.in_ch >= 16:
-        return g.filter_w * g.filter_h * ch16 * g.out_ch + align_buf + acc
+    """Highest scratch byte ``esp_nn_conv_s8_esp32p4`` (``esp_nn_conv_esp32p4.c``) writes, +1."""
+    acc = 4 * g.out_ch  # every path's filter_sum[out_ch] (int32) at the scratch start
     window = g.filter_w * g.filter_h * g.in_ch
+    if g.filter_w == 1 and g.filter_h == 1 and g.pad_w == 0 and g.pad_h == 0 and g.stride_w == 1 and g.stride_h == 1:
+        return acc  # esp_nn_conv_s8_1x1 (the P4 file's own): filter_sum only
+    if g.pad_w == 0 and g.pad_h == 0 and g.filter_w * g.in_ch >= 16:
+        return acc  # esp_nn_conv_s8_padded: filter_sum only
     if window >= 16:
-        return acc + window + align_buf
+        return acc + window  # esp_nn_conv_s8_im2col: filter_sum, then one window
     if g.pad_w == 0 and g.pad_h == 0:
-        eff_ch = ((16 + g.filter_w - 1) // g.filter_w + 15) & ~15
-        return acc + g.filter_w * g.filter_h * eff_ch * g.out_ch + g.in_w * g.in_h * eff_ch + align_buf
-    padded_w = g.in_w + 2 * g.pad_w
-    full = padded_w * (g.in_h + 2 * g.pad_h) * g.in_ch
-    if full + acc > _P4_L1D_BUDGET:
-        eff_ch = g.in_ch
-        filt = 0
-        if g.filter_w * g.in_ch < 16:
-            eff_ch = ((16 + g.filter_w - 1) // g.filter_w + 15) & ~15
-            filt = g.filter_w * g.filter_h * eff_ch * g.out_ch
-        row_bytes = padded_w * eff_ch
-        budget = _P4_L1D_BUDGET - acc - filt
-        tile = 1
-        if budget > 0 and g.filter_h * row_bytes <= budget:
-            # C's int division truncates toward zero; both operands are positive here
+        return NON_NULL_SCRATCH  # esp_nn_conv_s8_opt: none, but the NULL check comes first
+    # esp_nn_conv_s8_tiled: filter_sum, the channel-padded filter, then the largest tile of
+    # padded input rows (its tile height computed as the kernel does, C int division)
+    eff_ch, filt = g.in_ch, 0
+    if g.filter_w * g.in_ch < 16:
+        eff_ch = _a16((16 + g.filter_w - 1) // g.filter_w)
+        filt = g.filter_w * g.filter_h * eff_ch * g.out_ch
+    row_bytes = (g.in_w + 2 * g.pad_w) * eff_ch
+    tile = g.out_h
+    used = acc + filt
+    if row_bytes * (g.in_h + 2 * g.pad_h) + used > _P4_L1D_BUDGET:
+        budget = _P4_L1D_BUDGET - used
+        if g.filter_h * row_bytes <= budget:
             tile = (budget - g.filter_h * row_bytes) // (g.stride_h * row_bytes) + 1
-            tile = min(tile, g.out_h)
-        rows = (tile - 1) * g.stride_h + g.filter_h + 2 * g.pad_h
-        return rows * row_bytes + filt + align_buf + acc
-    return full + g.filter_w * g.filter_h * ch16 * g.out_ch + align_buf + acc
+            tile = min(max(tile, 1), g.out_h)
+    rows = (tile - 1) * g.stride_h + g.filter_h
+    return max(used + rows * row_bytes, NON_NULL_SCRATCH)
 
 
 def _depthwise_s3(g: ConvGeometry) -> int:
+    return max(_depthwise_s3_writes(g), NON_NULL_SCRATCH)
+
+
+def _depthwise_s3_writes(g: ConvGeometry) -> int:
     """Highest scratch byte ``esp_nn_depthwise_conv_s8_esp32s3``
     (``esp_nn_depthwise_conv_s8_esp32s3.c``) writes, +1, branch by branch of its dispatcher."""
     ch, m = g.in_ch, g.ch_mult

@@ -306,9 +306,9 @@ def test_target_selects_the_esp_nn_scratch_sizes() -> None:
     # depthwise 3x3, 16 channels, pad 1: filter 144, its align gap 16, padded map 12*12*16
     # softmax over 10 classes: 4 bytes each
     assert sizes["esp32s3"] == (320, 128, 2464, 40)
-    # P4: 3x3 padded with a window of 27 >= 16: out_ch*4 + window + 32 = 91;
-    # 1x1 with in_ch 8 < 16: out_ch*4 + 16*out_ch + 32 + 32 = 384; depthwise 0
-    assert sizes["esp32p4"] == (91, 384, 0, 40)
+    # P4 (esp_nn_conv_esp32p4.c): 3x3 padded with a window of 27 >= 16: im2col, filter sums
+    # 8*4 then one window of 27 = 59; 1x1: filter sums only, 16*4 = 64; depthwise 0
+    assert sizes["esp32p4"] == (59, 64, 0, 40)
     assert sizes["esp32"] == (0, 0, 0, 40)
     assert sizes["generic"] == (0, 0, 0, 0)
 

@@ -62,6 +62,18 @@ def test_short_scratch_is_caught(name: str) -> None:
     assert "fix the scratch rule" in r.stderr
 
 
+@pytest.mark.parametrize("name", ["dw_mult2_s2", "conv_3x3_s2_odd"])
+def test_no_scratch_where_the_kernel_needs_a_pointer_is_caught(name: str) -> None:
+    """ESP-NN's S3 depthwise and general conv return without computing on a NULL scratch
+    (what the engine passes for scratch_size 0), even where they would write nothing."""
+    case = {c.name: c for c in pf.all_cases()}[name]
+    p = decode(case.payload)
+    assert op_scratch(p, p.ops[0], S3) > 0, "the rule gives it a region"
+    r = eh.run(_exe(), eh.GUARD_S3, retarget(case.payload, S3, short_by=1 << 20), case.inputs, 1)
+    assert r.returncode != 0, name
+    assert "gets a NULL scratch (scratch_size 0) and would not compute" in r.stderr, r.stderr[-2000:]
+
+
 def _random_inputs(data: bytes, seed: int) -> list[npt.NDArray[np.generic]]:
     p = decode(data)
     rng = np.random.default_rng(seed)

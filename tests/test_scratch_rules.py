@@ -111,3 +111,21 @@ def test_s3_rules_follow_the_kernel_writes() -> None:
     # 3x3 on 3 channels (row 9 < 16, window 27): im2col, 16 out channels
     g = _g(in_w=8, in_h=8, in_ch=3, filter_w=3, filter_h=3, out_w=6, out_h=6, out_ch=16)
     assert conv_scratch(s3, g) == 64 + 16 * 32 + 32
+
+
+def test_p4_and_null_rules_follow_the_kernel_writes() -> None:
+    p4 = Target.ESP32P4
+    assert conv_scratch(p4, _g()) == 4 * 1280  # 1x1: filter sums only
+    # 3x3 256 -> 256 pad 1: im2col (window 2304 >= 16): filter sums, one window
+    g = _g(in_w=12, in_h=12, in_ch=256, filter_w=3, filter_h=3, out_w=12, out_h=12, out_ch=256,
+           pad_w=1, pad_h=1)
+    assert conv_scratch(p4, g) == 4 * 256 + 9 * 256
+    # 3x3 on 1 channel, pad 1 (window 9 < 16): tiled; channels padded to 16 for rows of 3,
+    # 8x8 map -> a 10x10 padded tile of 16 channels after the 4*4 sums and a 3*3*16*4 filter
+    g = _g(in_w=8, in_h=8, in_ch=1, filter_w=3, filter_h=3, out_w=8, out_h=8, out_ch=4, pad_w=1, pad_h=1)
+    assert conv_scratch(p4, g) == 16 + 3 * 3 * 16 * 4 + 10 * 10 * 16
+    # the kernels that return on a NULL scratch get a region even where they write nothing
+    assert conv_scratch(p4, _g(in_w=5, in_h=5, in_ch=1, filter_w=2, filter_h=2, out_w=4, out_h=4, out_ch=4)) == 16
+    dw = _g(in_w=10, in_h=11, in_ch=6, out_w=5, out_h=6, out_ch=12, filter_w=3, filter_h=3, stride_w=2,
+            stride_h=2, ch_mult=2)
+    assert depthwise_scratch(Target.ESP32S3, dw) == 16  # ch_mult 2: the opt fallback

@@ -70,59 +70,54 @@ static int64_t conv_s3(const espnn_scratch_geom_t *g)
     return end + 4 * out_ch;
 }
 
-/* What esp_nn_get_conv_scratch_size_esp32p4 (src/convolution/esp_nn_conv_esp32p4.c)
- * reserves: the P4 kernel is not sized by use yet (scratch.py's _conv_p4). */
+/* esp_nn_conv_s8_esp32p4 and esp_nn_depthwise_conv_s8_esp32s3 return without computing on a
+ * NULL scratch (what the engine passes for scratch_size 0): they always get a region */
+#define NON_NULL_SCRATCH 16
+
+/* esp_nn_conv_s8_esp32p4 (src/convolution/esp_nn_conv_esp32p4.c) */
 #define P4_L1D_BUDGET 32768
 static int64_t conv_p4(const espnn_scratch_geom_t *g)
 {
     const int64_t in_w = g->in_w, in_h = g->in_h, ch = g->in_ch, fw = g->filter_w,
                   fh = g->filter_h, out_ch = g->out_ch, pw = g->pad_w, ph = g->pad_h;
-    const int64_t align_buf = 32;
-    if (fw == 1 && fh == 1 && pw == 0 && ph == 0 && g->stride_w == 1 && g->stride_h == 1) {
-        if (ch < 16) {
-            return out_ch * 4 + 16 * out_ch + 32 + align_buf;
-        }
-        const int64_t ch8 = (ch + 7) & ~(int64_t)7;
-        const int64_t transpose = in_w * in_h < 8 ? 0 : 2 * 8 * ch8;
-        const int64_t inp = ch % 8 != 0 ? in_w * in_h * ch8 : 0;
-        return inp + ch8 * out_ch + transpose + align_buf;
-    }
-    const int64_t ch16 = a16(ch), acc = out_ch * 4;
-    if (pw == 0 && ph == 0 && fw * ch >= 16) {
-        return fw * fh * ch16 * out_ch + align_buf + acc;
-    }
+    const int64_t acc = 4 * out_ch; /* filter_sum[out_ch] at the start, on every path */
     const int64_t window = fw * fh * ch;
+    if (fw == 1 && fh == 1 && pw == 0 && ph == 0 && g->stride_w == 1 && g->stride_h == 1) {
+        return acc; /* esp_nn_conv_s8_1x1 */
+    }
+    if (pw == 0 && ph == 0 && fw * ch >= 16) {
+        return acc; /* esp_nn_conv_s8_padded */
+    }
     if (window >= 16) {
-        return acc + window + align_buf;
+        return acc + window; /* esp_nn_conv_s8_im2col: filter_sum, one window */
     }
     if (pw == 0 && ph == 0) {
-        const int64_t eff = a16((16 + fw - 1) / fw);
-        return acc + fw * fh * eff * out_ch + in_w * in_h * eff + align_buf;
+        return NON_NULL_SCRATCH; /* esp_nn_conv_s8_opt */
     }
-    const int64_t padded_w = in_w + 2 * pw;
-    const int64_t full = padded_w * (in_h + 2 * ph) * ch;
-    if (full + acc > P4_L1D_BUDGET) {
-        int64_t eff = ch, filt = 0;
-        if (fw * ch < 16) {
-            eff = a16((16 + fw - 1) / fw);
-            filt = fw * fh * eff * out_ch;
-        }
-        const int64_t row_bytes = padded_w * eff;
-        const int64_t budget = P4_L1D_BUDGET - acc - filt;
-        int64_t tile = 1;
-        if (budget > 0 && fh * row_bytes <= budget) {
+    /* esp_nn_conv_s8_tiled: filter_sum, channel-padded filter, the largest input tile */
+    int64_t eff = ch, filt = 0;
+    if (fw * ch < 16) {
+        eff = a16((16 + fw - 1) / fw);
+        filt = fw * fh * eff * out_ch;
+    }
+    const int64_t row_bytes = (in_w + 2 * pw) * eff;
+    const int64_t used = acc + filt;
+    int64_t tile = g->out_h;
+    if (row_bytes * (in_h + 2 * ph) + used > P4_L1D_BUDGET) {
+        const int64_t budget = P4_L1D_BUDGET - used;
+        if (fh * row_bytes <= budget) {
             tile = (budget - fh * row_bytes) / (g->stride_h * row_bytes) + 1;
-            tile = tile < g->out_h ? tile : g->out_h;
+            tile = tile < 1 ? 1 : (tile > g->out_h ? g->out_h : tile);
         }
-        const int64_t rows = (tile - 1) * g->stride_h + fh + 2 * ph;
-        return rows * row_bytes + filt + align_buf + acc;
     }
-    return full + fw * fh * ch16 * out_ch + align_buf + acc;
+    const int64_t rows = (tile - 1) * g->stride_h + fh;
+    const int64_t end = used + rows * row_bytes;
+    return end > NON_NULL_SCRATCH ? end : NON_NULL_SCRATCH;
 }
 
 /* esp_nn_depthwise_conv_s8_esp32s3 (src/convolution/esp_nn_depthwise_conv_s8_esp32s3.c),
  * branch by branch of its dispatcher */
-static int64_t depthwise_s3(const espnn_scratch_geom_t *g)
+static int64_t depthwise_s3_writes(const espnn_scratch_geom_t *g)
 {
     const int64_t in_w = g->in_w, in_h = g->in_h, ch = g->in_ch, m = g->ch_mult,
                   fw = g->filter_w, fh = g->filter_h, out_w = g->out_w, out_h = g->out_h;
@@ -189,5 +184,9 @@ uint32_t espnn_conv_scratch_touched(int32_t target, const espnn_scratch_geom_t *
 
 uint32_t espnn_depthwise_scratch_touched(int32_t target, const espnn_scratch_geom_t *g)
 {
-    return target == ESPNN_TARGET_ESP32S3 ? to_u32(depthwise_s3(g)) : 0u;
+    if (target != ESPNN_TARGET_ESP32S3) {
+        return 0u;
+    }
+    const int64_t w = depthwise_s3_writes(g);
+    return to_u32(w > NON_NULL_SCRATCH ? w : NON_NULL_SCRATCH);
 }

@@ -22,8 +22,11 @@
 #define HN_GUARD_S3 (ESPNN_HOST_SCRATCH_GUARD == 3)
 
 /* the side buffer for op `op`: `allotted` bytes, then guard bytes; 16-byte aligned like an
- * arena scratch region */
+ * arena scratch region; NULL for 0 bytes, as the engine passes it */
 void *esp_nn_host_guard_scratch(uint32_t op, uint32_t allotted);
+/* abort with a message: the mirrored kernel, given NULL, would skip its work or write
+ * through the NULL pointer */
+_Noreturn void esp_nn_host_guard_null(const char *kernel);
 /* abort (after a message on stderr) if the last op wrote past its allotted bytes */
 void esp_nn_host_guard_check(void);
 /* what the mirrored kernels write with: any byte but the guard's */

@@ -53,6 +53,9 @@ static void s3_scratch_writes(uint8_t *scratch, int32_t in_w, int32_t in_h, int3
 {
     if (f_w == 1 && f_h == 1 && pad_w == 0 && pad_h == 0 && stride_w == 1 && stride_h == 1) {
         for (int32_t pos = 0; pos + 7 < in_w * in_h; pos += 8) {
+            if (scratch == NULL) {
+                esp_nn_host_guard_null("esp_nn_conv_s8_esp32s3 (1x1)"); /* no NULL check */
+            }
             if (ch % 8 == 0) {
                 /* esp_nn_conv_s8_mult8_1x1_esp32s3 (.S): per 8 positions, in_ch/8 transposed
                  * groups of 128 bytes stored by ee.vst.128.ip from the buffer (whose low 4
@@ -68,7 +71,8 @@ static void s3_scratch_writes(uint8_t *scratch, int32_t in_w, int32_t in_h, int3
         return;
     }
     if (scratch == NULL) {
-        return; /* the kernel prints "scratch_buffer not set" and returns */
+        /* the kernel prints "scratch_buffer not set" and returns without computing */
+        esp_nn_host_guard_null("esp_nn_conv_s8_esp32s3");
     }
     int32_t row = f_w * ch;
     const int32_t window = f_w * f_h * ch;

@@ -17,9 +17,15 @@
 static uint8_t *side;
 static size_t side_cap;
 static uint32_t side_op, side_allotted;
+static int side_null;
 
 void *esp_nn_host_guard_scratch(uint32_t op, uint32_t allotted)
 {
+    side_op = op;
+    side_null = allotted == 0;
+    if (side_null) {
+        return NULL; /* as the engine passes it: no scratch, no pointer */
+    }
     const size_t need = (size_t)allotted + GUARD_BYTES;
     if (need > side_cap) {
         free(side);
@@ -30,14 +36,25 @@ void *esp_nn_host_guard_scratch(uint32_t op, uint32_t allotted)
             abort();
         }
     }
-    side_op = op;
     side_allotted = allotted;
     memset(side + allotted, GUARD_BYTE, GUARD_BYTES);
     return side;
 }
 
+_Noreturn void esp_nn_host_guard_null(const char *kernel)
+{
+    fprintf(stderr,
+            "scratch guard: op %lu: %s gets a NULL scratch (scratch_size 0) and would not "
+            "compute or would write through it (fix the scratch rule)\n",
+            (unsigned long)side_op, kernel);
+    abort();
+}
+
 void esp_nn_host_guard_check(void)
 {
+    if (side_null) {
+        return;
+    }
     const uint8_t *g = side + side_allotted;
     size_t last = GUARD_BYTES;
     while (last > 0 && g[last - 1] == GUARD_BYTE) {
