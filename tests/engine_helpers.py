@@ -56,6 +56,8 @@ CHIP = Variant("chip", (*SANITIZE, "-DESPNN_HOST_STRICT", "-DESPNN_BUILD_TARGET=
 # side buffer of each op's scratch_size followed by guard bytes (esp_nn_host_guard.h)
 GUARD_S3 = Variant("guard_s3", (*SANITIZE, "-DESPNN_HOST_STRICT", "-DESPNN_HOST_SCRATCH_GUARD=3"),
                    env=SANITIZER_ENV)
+GUARD_P4 = Variant("guard_p4", (*SANITIZE, "-DESPNN_HOST_STRICT", "-DESPNN_HOST_SCRATCH_GUARD=6"),
+                   env=SANITIZER_ENV)
 
 
 def esp_nn_variant(esp_nn_dir: Path) -> Variant:

@@ -15,11 +15,12 @@
 #include <stdint.h>
 
 #ifdef ESPNN_HOST_SCRATCH_GUARD
-#if ESPNN_HOST_SCRATCH_GUARD < 1 || ESPNN_HOST_SCRATCH_GUARD > 5
-/* 6 (ESP32-P4): its kernels' writes are not mirrored yet; 0 (generic) writes nothing */
-#error "ESPNN_HOST_SCRATCH_GUARD: mirrored targets are 1..5 (ESP32, S2, S3, C3, C6)"
+#if ESPNN_HOST_SCRATCH_GUARD < 1 || ESPNN_HOST_SCRATCH_GUARD > 6
+/* 0 (generic: the ANSI kernels) writes no scratch: nothing to mirror */
+#error "ESPNN_HOST_SCRATCH_GUARD: mirrored targets are 1..6 (ESP32, S2, S3, C3, C6, P4)"
 #endif
 #define HN_GUARD_S3 (ESPNN_HOST_SCRATCH_GUARD == 3)
+#define HN_GUARD_P4 (ESPNN_HOST_SCRATCH_GUARD == 6)
 
 /* the side buffer for op `op`: `allotted` bytes, then guard bytes; 16-byte aligned like an
  * arena scratch region; NULL for 0 bytes, as the engine passes it */

@@ -116,6 +116,66 @@ static void s3_scratch_writes(uint8_t *scratch, int32_t in_w, int32_t in_h, int3
 }
 #endif
 
+#if defined(ESPNN_HOST_SCRATCH_GUARD) && HN_GUARD_P4
+#include <string.h>
+
+/* Guard mode: the scratch writes of ESP-NN 1.2.3's esp_nn_conv_s8_esp32p4
+ * (src/convolution/esp_nn_conv_esp32p4.c), path by path of its dispatcher, at the pointers
+ * the kernel computes (mirrors the kernel's writes; written from its source, not from
+ * scratch.py). */
+static void p4_scratch_writes(uint8_t *scratch, int32_t in_w, int32_t in_h, int32_t ch,
+                              int32_t f_w, int32_t f_h, int32_t out_h, int32_t out_ch,
+                              int32_t pad_w, int32_t pad_h, int32_t stride_w, int32_t stride_h)
+{
+    if (scratch == NULL) {
+        esp_nn_host_guard_null("esp_nn_conv_s8_esp32p4"); /* checked before any path */
+    }
+    const int32_t window = f_w * f_h * ch;
+    const size_t sums = (size_t)out_ch * 4u; /* int32_t *filter_sum = scratch */
+    if (f_w == 1 && f_h == 1 && pad_w == 0 && pad_h == 0 && stride_w == 1 && stride_h == 1) {
+        memset(scratch, HN_GUARD_WRITE, sums); /* esp_nn_conv_s8_1x1 */
+    } else if (pad_w == 0 && pad_h == 0 && f_w * ch >= 16) {
+        memset(scratch, HN_GUARD_WRITE, sums); /* esp_nn_conv_s8_padded */
+    } else if (window >= 16) {
+        /* esp_nn_conv_s8_im2col: im2col_buf = scratch + out_ch * 4, one window per pixel */
+        memset(scratch, HN_GUARD_WRITE, sums + (size_t)window);
+    } else if (pad_w != 0 || pad_h != 0) {
+        /* esp_nn_conv_s8_tiled */
+        int32_t new_ch = ch, need_ch_pad = 0;
+        if (f_w * ch < 16) {
+            new_ch = ((16 + f_w - 1) / f_w + 15) & ~15;
+            need_ch_pad = 1;
+        }
+        const int32_t padded_w = in_w + 2 * pad_w;
+        memset(scratch, HN_GUARD_WRITE, sums);
+        int32_t aligned_filter_size = 0;
+        if (need_ch_pad) {
+            aligned_filter_size = f_w * f_h * new_ch * out_ch;
+            memset(scratch + sums, HN_GUARD_WRITE, (size_t)aligned_filter_size);
+        }
+        uint8_t *tile_buf = scratch + sums + aligned_filter_size;
+        const int32_t row_bytes = padded_w * new_ch;
+        int32_t tile_t = out_h;
+        const int32_t used = (int32_t)sums + aligned_filter_size;
+        if (padded_w * (in_h + 2 * pad_h) * new_ch + used > 32768) {
+            const int32_t budget = 32768 - used;
+            if (f_h * row_bytes <= budget) {
+                tile_t = (budget - f_h * row_bytes) / (stride_h * row_bytes) + 1;
+                tile_t = tile_t < 1 ? 1 : (tile_t > out_h ? out_h : tile_t);
+            }
+        }
+        for (int32_t ty = 0; ty < out_h; ty += tile_t) {
+            const int32_t t = tile_t < out_h - ty ? tile_t : out_h - ty;
+            const int32_t rows = (t - 1) * stride_h + f_h; /* in_row_end - in_row_start + 1 */
+            memset(tile_buf, HN_GUARD_WRITE, (size_t)rows * (size_t)row_bytes);
+            /* the tile's esp_nn_conv_s8_padded call rewrites filter_sum in place */
+            memset(scratch, HN_GUARD_WRITE, sums);
+        }
+    }
+    /* else esp_nn_conv_s8_opt: no scratch */
+}
+#endif
+
 void esp_nn_conv_s8(const data_dims_t *input_dims, const int8_t *input_data,
                     const data_dims_t *filter_dims, const int8_t *filter_data,
                     const int32_t *bias, const data_dims_t *output_dims, int8_t *out_data,
@@ -146,6 +206,10 @@ void esp_nn_conv_s8(const data_dims_t *input_dims, const int8_t *input_data,
 #if defined(ESPNN_HOST_SCRATCH_GUARD) && HN_GUARD_S3
     s3_scratch_writes((uint8_t *)(uintptr_t)conv_scratch, in_w, in_h, in_ch, f_w, f_h, out_w,
                       out_h, out_ch, pad_w, pad_h, stride_w, stride_h, filter_data);
+#elif defined(ESPNN_HOST_SCRATCH_GUARD) && HN_GUARD_P4
+    (void)out_w;
+    p4_scratch_writes((uint8_t *)(uintptr_t)conv_scratch, in_w, in_h, in_ch, f_w, f_h, out_h,
+                      out_ch, pad_w, pad_h, stride_w, stride_h);
 #else
     (void)conv_scratch;
 #endif
