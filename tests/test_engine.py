@@ -32,6 +32,7 @@ import engine_helpers as eh
 import numpy as np
 import numpy.typing as npt
 import pytest
+from scratch_helpers import op_scratch
 
 from devkit import payload_factory as pf
 from executorch_espnn.payload import (
@@ -50,7 +51,6 @@ from executorch_espnn.payload import (
 from executorch_espnn.payload import format as F
 from executorch_espnn.payload.state import OP_STATE_BYTES, state_bytes
 from executorch_espnn.reference import run_delegate
-from scratch_helpers import op_scratch
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
 

@@ -9,14 +9,12 @@ import ctypes
 import hashlib
 import random
 import subprocess
-from pathlib import Path
 
+import engine_helpers as eh
 import pytest
 
 from executorch_espnn.payload.format import Target
 from executorch_espnn.scratch import ConvGeometry, conv_scratch, depthwise_scratch
-
-import engine_helpers as eh
 
 RULES_C = eh.ENGINE / "src" / "scratch_rules.c"
 
