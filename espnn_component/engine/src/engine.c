@@ -331,9 +331,9 @@ espnn_status_t espnn_invoke(espnn_model_t *model, espnn_error_t *err)
 #ifdef ESPNN_HOST_SCRATCH_GUARD
         /* host test mode: the op's scratch is a side buffer with guard bytes after it (NULL
          * without scratch, as below) */
-        x.scratch = esp_nn_host_guard_scratch(i, op->scratch_size);
+        x.scratch = hn_guard_scratch(i, op->scratch_size);
         espnn_op_family(op->opcode)->eval(&x);
-        esp_nn_host_guard_check();
+        hn_guard_check();
 #else
         x.scratch = op->scratch_size != 0 ? model->arena + op->scratch_offset : NULL;
         espnn_op_family(op->opcode)->eval(&x);

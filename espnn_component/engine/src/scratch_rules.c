@@ -26,7 +26,7 @@ static uint32_t to_u32(int64_t v)
     return v <= 0 ? 0u : (v >= (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)v);
 }
 
-/* esp_nn_conv_s8_esp32s3 (src/convolution/esp_nn_conv_esp32s3.c) */
+/* esp_nn_conv_s8_esp32s3, in (src/convolution/esp_nn_conv_esp32s3.c) */
 static int64_t conv_s3(const espnn_scratch_geom_t *g)
 {
     const int64_t in_w = g->in_w, in_h = g->in_h, ch = g->in_ch, fw = g->filter_w,
@@ -38,10 +38,10 @@ static int64_t conv_s3(const espnn_scratch_geom_t *g)
             return 0;
         }
         if (ch % 8 == 0) {
-            /* esp_nn_conv_s8_mult8_1x1_esp32s3 (.S, transpose loop): 8 positions x in_ch int16 */
+            /* esp_nn_conv_s8_mult8_1x1_esp32s3, in (.S, transpose loop): 8 positions x in_ch int16 */
             return 16 * ch;
         }
-        /* esp_nn_conv_s8_1x1 (esp_nn_conv_s8_1x1_esp32s3.c): in_ch/8 groups x 128 bytes */
+        /* esp_nn_conv_s8_1x1, in (esp_nn_conv_s8_1x1_esp32s3.c): in_ch/8 groups x 128 bytes */
         return (ch / 8) * 128;
     }
     const int64_t row = fw * ch, window = fw * fh * ch;
@@ -60,13 +60,13 @@ static int64_t conv_s3(const espnn_scratch_geom_t *g)
     const int64_t pad_right = max0((int64_t)g->out_w * g->stride_w + fw - 1 - in_w);
     const int64_t pad_bottom = max0((int64_t)g->out_h * g->stride_h + fh - 1 - in_h);
     if (g->pad_w != 0 || g->pad_h != 0) {
-        /* esp_nn_aligned_s8_pad_with_value (src/common/common_functions.h) */
+        /* esp_nn_aligned_s8_pad_with_value, in (src/common/common_functions.h) */
         end += (in_w + 2 * (int64_t)g->pad_w) * (in_h + 2 * (int64_t)g->pad_h) * ch;
     } else if (pad_right > 0 || pad_bottom > 0) {
         /* esp_nn_aligned_s8_pad_end_with_value */
         end += (in_w + pad_right) * (in_h + pad_bottom) * ch;
     }
-    /* esp_nn_conv_s8_filter_aligned_input_padded_esp32s3 (.S): one int32 per out channel */
+    /* esp_nn_conv_s8_filter_aligned_input_padded_esp32s3, in (.S): one int32 per out channel */
     return end + 4 * out_ch;
 }
 
@@ -74,7 +74,7 @@ static int64_t conv_s3(const espnn_scratch_geom_t *g)
  * NULL scratch (what the engine passes for scratch_size 0): they always get a region */
 #define NON_NULL_SCRATCH 16
 
-/* esp_nn_conv_s8_esp32p4 (src/convolution/esp_nn_conv_esp32p4.c) */
+/* esp_nn_conv_s8_esp32p4, in (src/convolution/esp_nn_conv_esp32p4.c) */
 #define P4_L1D_BUDGET 32768
 static int64_t conv_p4(const espnn_scratch_geom_t *g)
 {
@@ -115,7 +115,7 @@ static int64_t conv_p4(const espnn_scratch_geom_t *g)
     return end > NON_NULL_SCRATCH ? end : NON_NULL_SCRATCH;
 }
 
-/* esp_nn_depthwise_conv_s8_esp32s3 (src/convolution/esp_nn_depthwise_conv_s8_esp32s3.c),
+/* esp_nn_depthwise_conv_s8_esp32s3, in (src/convolution/esp_nn_depthwise_conv_s8_esp32s3.c),
  * branch by branch of its dispatcher */
 static int64_t depthwise_s3_writes(const espnn_scratch_geom_t *g)
 {

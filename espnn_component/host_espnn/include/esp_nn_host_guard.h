@@ -24,12 +24,12 @@
 
 /* the side buffer for op `op`: `allotted` bytes, then guard bytes; 16-byte aligned like an
  * arena scratch region; NULL for 0 bytes, as the engine passes it */
-void *esp_nn_host_guard_scratch(uint32_t op, uint32_t allotted);
+void *hn_guard_scratch(uint32_t op, uint32_t allotted);
 /* abort with a message: the mirrored kernel, given NULL, would skip its work or write
  * through the NULL pointer */
-_Noreturn void esp_nn_host_guard_null(const char *kernel);
+_Noreturn void hn_guard_null(const char *kernel);
 /* abort (after a message on stderr) if the last op wrote past its allotted bytes */
-void esp_nn_host_guard_check(void);
+void hn_guard_check(void);
 /* what the mirrored kernels write with: any byte but the guard's */
 #define HN_GUARD_WRITE 0x3C
 #endif

@@ -54,7 +54,7 @@ static void s3_scratch_writes(uint8_t *scratch, int32_t in_w, int32_t in_h, int3
     if (f_w == 1 && f_h == 1 && pad_w == 0 && pad_h == 0 && stride_w == 1 && stride_h == 1) {
         for (int32_t pos = 0; pos + 7 < in_w * in_h; pos += 8) {
             if (scratch == NULL) {
-                esp_nn_host_guard_null("esp_nn_conv_s8_esp32s3 (1x1)"); /* no NULL check */
+                hn_guard_null("esp_nn_conv_s8_esp32s3 (1x1)"); /* no NULL check */
             }
             if (ch % 8 == 0) {
                 /* esp_nn_conv_s8_mult8_1x1_esp32s3 (.S): per 8 positions, in_ch/8 transposed
@@ -72,7 +72,7 @@ static void s3_scratch_writes(uint8_t *scratch, int32_t in_w, int32_t in_h, int3
     }
     if (scratch == NULL) {
         /* the kernel prints "scratch_buffer not set" and returns without computing */
-        esp_nn_host_guard_null("esp_nn_conv_s8_esp32s3");
+        hn_guard_null("esp_nn_conv_s8_esp32s3");
     }
     int32_t row = f_w * ch;
     const int32_t window = f_w * f_h * ch;
@@ -128,7 +128,7 @@ static void p4_scratch_writes(uint8_t *scratch, int32_t in_w, int32_t in_h, int3
                               int32_t pad_w, int32_t pad_h, int32_t stride_w, int32_t stride_h)
 {
     if (scratch == NULL) {
-        esp_nn_host_guard_null("esp_nn_conv_s8_esp32p4"); /* checked before any path */
+        hn_guard_null("esp_nn_conv_s8_esp32p4"); /* checked before any path */
     }
     const int32_t window = f_w * f_h * ch;
     const size_t sums = (size_t)out_ch * 4u; /* int32_t *filter_sum = scratch */

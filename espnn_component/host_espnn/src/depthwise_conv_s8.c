@@ -52,7 +52,7 @@ static void s3_scratch_writes(int16_t *scratch_buffer, int32_t in_w, int32_t in_
     int16_t *input_data16 = scratch_buffer + filter_size + align_len;
     if (scratch_buffer == NULL) {
         /* "scratch_buffer not set!": returns without computing, whichever branch follows */
-        esp_nn_host_guard_null("esp_nn_depthwise_conv_s8_esp32s3");
+        hn_guard_null("esp_nn_depthwise_conv_s8_esp32s3");
     }
     uint8_t *s8 = (uint8_t *)scratch_buffer;
     if (m == 1 && ch % 8 == 0) {

@@ -19,7 +19,7 @@ static size_t side_cap;
 static uint32_t side_op, side_allotted;
 static int side_null;
 
-void *esp_nn_host_guard_scratch(uint32_t op, uint32_t allotted)
+void *hn_guard_scratch(uint32_t op, uint32_t allotted)
 {
     side_op = op;
     side_null = allotted == 0;
@@ -41,7 +41,7 @@ void *esp_nn_host_guard_scratch(uint32_t op, uint32_t allotted)
     return side;
 }
 
-_Noreturn void esp_nn_host_guard_null(const char *kernel)
+_Noreturn void hn_guard_null(const char *kernel)
 {
     fprintf(stderr,
             "scratch guard: op %lu: %s gets a NULL scratch (scratch_size 0) and would not "
@@ -50,7 +50,7 @@ _Noreturn void esp_nn_host_guard_null(const char *kernel)
     abort();
 }
 
-void esp_nn_host_guard_check(void)
+void hn_guard_check(void)
 {
     if (side_null) {
         return;

@@ -136,7 +136,7 @@ void esp_nn_softmax_s8(const int8_t *input_data, const int32_t height, const int
      * esp_nn_softmax_opt.c) keep each row's exps in scratch_buf[col], col < width (mirrors
      * their writes) */
     if (softmax_scratch == NULL) {
-        esp_nn_host_guard_null("esp_nn_softmax_s8 (S3/opt)"); /* returns without computing */
+        hn_guard_null("esp_nn_softmax_s8 (S3/opt)"); /* returns without computing */
     }
     if (height > 0) {
         memset(softmax_scratch, HN_GUARD_WRITE, (size_t)width * 4u);
