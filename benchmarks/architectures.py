@@ -55,6 +55,7 @@ class Arch:
     source: str  # "torchvision", "timm", "facenet-pytorch"
     make: Callable[[], Any]
     shape: tuple[int, ...]  # the example input
+    default: bool = True  # in the default (all) run; the others only by --models
 
 
 def _tv(name: str, **kw: Any) -> Callable[[], Any]:
@@ -69,6 +70,24 @@ def _lraspp() -> Any:
     import torchvision
 
     return torchvision.models.segmentation.lraspp_mobilenet_v3_large(weights=None, weights_backbone=None)
+
+
+def _zoo(name: str) -> Callable[[], Any]:
+    def make() -> Any:
+        from devkit.zoo import ZOO  # the checkout's zoo
+
+        return ZOO[name].model()
+    return make
+
+
+def _conv_stack() -> Any:
+    """Three 3x3 convolutions, 256 channels on a 12x12 map (issue 16's scratch case)."""
+    import torch
+
+    layers: list[Any] = []
+    for _ in range(3):
+        layers += [torch.nn.Conv2d(256, 256, 3, padding=1), torch.nn.ReLU()]
+    return torch.nn.Sequential(*layers)
 
 
 def _timm(name: str, **kw: Any) -> Callable[[], Any]:
@@ -108,11 +127,18 @@ ARCHS = [
     Arch("mtcnn_pnet", "MTCNN P-Net (trained)", "facenet-pytorch", _mtcnn("PNet"), (1, 3, 48, 48)),
     Arch("mtcnn_rnet", "MTCNN R-Net (trained)", "facenet-pytorch", _mtcnn("RNet"), (1, 3, 24, 24)),
     Arch("mtcnn_onet", "MTCNN O-Net (trained)", "facenet-pytorch", _mtcnn("ONet"), (1, 3, 48, 48)),
+    # the project's own models (project venv suffices), only when named in --models
+    Arch("conv_stack_256_12", "3x conv3x3 256ch @12x12", "torch", _conv_stack, (1, 256, 12, 12), False),
+    *(Arch(f"zoo:{n}", f"zoo {n}", "zoo", _zoo(n), shape, False) for n, shape in (
+        ("mobilenet_v2_0.35_96", (1, 3, 96, 96)), ("mobilenet_v1_0.25_96_gray", (1, 1, 96, 96)),
+        ("ds_cnn_kws", (1, 1, 49, 10)), ("resnet8", (1, 3, 32, 32)), ("dense_autoencoder", (1, 640)),
+        ("tiny_vit", (1, 3, 32, 32)), ("cumsum_net", (1, 20, 16)), ("island_net", (1, 3, 32, 32)))),
 ]
 
 
 # the module each source's models need
-SOURCE_MODULES = {"torchvision": "torchvision", "timm": "timm", "facenet-pytorch": "facenet_pytorch.models.mtcnn"}
+SOURCE_MODULES = {"torchvision": "torchvision", "timm": "timm", "facenet-pytorch": "facenet_pytorch.models.mtcnn",
+                  "torch": "torch", "zoo": "devkit.zoo"}
 
 
 def _unavailable(source: str) -> str:
@@ -136,6 +162,8 @@ class Result:
     cpu: int = 0
     partitions: int = 0
     arena_bytes: int = 0
+    arena_lower_bound: int = 0  # the partitions' peak live activations + running scratch
+    scratch_bytes: int = 0  # the largest scratch of one op
     planned_bytes: int = 0
     seconds: float = 0.0
     cpu_reasons: list[str] = field(default_factory=list)  # the most frequent, "N x reason"
@@ -147,7 +175,7 @@ def _short(reason: str, n: int = 90) -> str:
     return reason if len(reason) <= n else reason[: n - 1] + "…"
 
 
-def lower_one(arch: Arch, calib_batches: int) -> Result:
+def lower_one(arch: Arch, calib_batches: int, target: str = "esp32s3") -> Result:
     import torch
 
     import executorch_espnn as ee
@@ -159,8 +187,10 @@ def lower_one(arch: Arch, calib_batches: int) -> Result:
         m = arch.make().eval()
         g = torch.Generator().manual_seed(0)
         calib = [(torch.randn(arch.shape, generator=g),) for _ in range(calib_batches)]
-        lm = ee.lower(m, calib[0], calibration=calib, target="esp32s3")
+        lm = ee.lower(m, calib[0], calibration=calib, target=target)
         rep = lm.report
+        res.arena_lower_bound = sum(p.arena_lower_bound for p in rep.partitions)
+        res.scratch_bytes = max((p.scratch_bytes for p in rep.partitions), default=0)
         res.delegated, res.cpu, res.partitions = len(rep.delegated_ops), len(rep.cpu_ops), len(rep.partitions)
         res.arena_bytes, res.planned_bytes = rep.arena_bytes, rep.planned_bytes
         counts = collections.Counter(f"{e.operator}: {_short(e.reason)}" for e in rep.cpu_ops
@@ -221,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--checkout", type=Path, default=None,
                     help="lower with the executorch_espnn of this checkout (e.g. main, for 'before')")
     ap.add_argument("--calibration", type=int, default=4, help="random calibration batches (4)")
+    ap.add_argument("--target", default="esp32s3", help="the chip to lower for (esp32s3)")
     ap.add_argument("--json", type=Path, default=None, help="write the figures here")
     ap.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"),
                     help="print the before/after table of two --json files and exit")
@@ -239,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"error: unknown model(s) {unknown}; known: {[a.key for a in ARCHS]}", file=sys.stderr)
         return 2
-    chosen = [a for a in ARCHS if not wanted or a.key in wanted]
+    chosen = [a for a in ARCHS if (a.default and not wanted) or a.key in wanted]
     missing = {src: why for src in sorted({a.source for a in chosen}) if (why := _unavailable(src))}
     for src, why in missing.items():
         print(f"benchmarks/architectures.py: skipping the {src} models: {why}; {VENV_HINT}")
@@ -261,11 +292,11 @@ def main(argv: list[str] | None = None) -> int:
     rev = subprocess.run(["git", "-C", str(checkout), "log", "-1", "--format=%h %s"], capture_output=True,
                          text=True, check=False).stdout.strip()[:100]
     print(f"executorch_espnn from {checkout} ({rev or 'not a git checkout'}), torch {torch.__version__}, "
-          f"target esp32s3", flush=True)
+          f"target {args.target}", flush=True)
     results = []
     for arch in chosen:
         print(f"  {arch.title} ...", end="", flush=True)
-        r = lower_one(arch, args.calibration)
+        r = lower_one(arch, args.calibration, args.target)
         print(f" {r.error or f'{r.delegated} delegated, {r.cpu} on the CPU, {r.partitions} partitions'}"
               f" ({r.seconds:.0f} s)", flush=True)
         results.append(r)

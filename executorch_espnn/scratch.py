@@ -1,21 +1,32 @@
 """ESP-NN scratch-buffer sizes, computed ahead of time for the payload's target.
 
-ESP-NN asks the caller for a scratch buffer before conv, depthwise conv and softmax
-(``esp_nn_get_*_scratch_size``).  The engine calls those kernels only for dense
+ESP-NN takes a caller's scratch buffer for conv, depthwise conv and softmax
+(``esp_nn_set_*_scratch_buf``).  The engine calls those kernels only for dense
 convolutions (groups = 1, dilation 1), depthwise convolutions with dilation 1 and
 softmax; every other op, and the engine's own kernels (grouped/dilated conv, LUT,
-data movement), needs none.  The sizes below re-implement the size functions of
-ESP-NN 1.2.3 (``espressif/esp-nn`` at d45b843, ``src/convolution/esp_nn_conv_esp32s3.c``,
-``esp_nn_depthwise_conv_s8_esp32s3.c``, ``esp_nn_conv_esp32p4.c``, ``*_opt.c``,
-``*_ansi.c`` and ``src/softmax``), selected the way ``esp_nn.h`` selects them:
+data movement), needs none.
+
+The size is what the kernel really TOUCHES for the payload's operands: one past the
+highest scratch byte it writes, branch by branch of the kernel's dispatcher, with the
+regions at the offsets the kernel itself computes (its own align-ups included) -- not what
+``esp_nn_get_*_scratch_size`` reserves, which always counts e.g. a filter copy that the
+S3 conv writes only for rows that are not a multiple of 16 bytes or a misaligned filter.
+The rules read ESP-NN 1.2.3 (``espressif/esp-nn`` master at d45b843; the pin is
+``>=1.2.2,<1.2.4``, and 1.2.2 is not tagged upstream), each citing its source function:
 
 * ``generic`` (host simulator, ANSI kernels): 0 everywhere;
-* ``esp32s3``: the S3 formulas;
-* ``esp32p4``: the P4 conv formula, depthwise 0;
+* ``esp32s3``: ``esp_nn_conv_s8_esp32s3`` and ``esp_nn_depthwise_conv_s8_esp32s3``;
+* ``esp32p4``: ``esp_nn_conv_s8_esp32p4``; depthwise 0;
 * ``esp32``, ``esp32s2``, ``esp32c3``, ``esp32c6``: the generic "opt" kernels (conv and
   depthwise 0, softmax 4 bytes per row element).
 
-When ESP-NN is upgraded, re-check these against the new sources.
+Two assumptions the payload guarantees: constants start on 16-byte boundaries
+(``CONST_ALIGN``) and so does each scratch region (``ARENA_ALIGN``, in an arena the caller
+passes 16-byte aligned).  ``espnn_component/engine/src/scratch_rules.c`` is the C twin of
+these rules (the engine checks a payload's ``scratch_size`` against it at prepare);
+``tests/test_scratch_rules.py`` keeps the two in agreement.  A kernel that returns without
+computing on a NULL scratch (P4 conv, S3 depthwise) always gets at least ``NON_NULL_SCRATCH``.  When ESP-NN is upgraded,
+re-check these against the new sources.
 """
 
 from __future__ import annotations
@@ -44,116 +55,152 @@ class ConvGeometry:
     stride_w: int
     stride_h: int
     ch_mult: int = 1
+    # the filter constant starts on a 16-byte boundary (always, in a payload: CONST_ALIGN)
+    filter_aligned16: bool = True
+
+
+def _a16(n: int) -> int:
+    return (n + 15) & ~15
 
 
 def _conv_s3(g: ConvGeometry) -> int:
-    align_buf = 64  # alignment (16) + the assembly kernels' over-read margin (48)
+    """Highest scratch byte ``esp_nn_conv_s8_esp32s3`` (``esp_nn_conv_esp32s3.c``) writes, +1."""
     if g.filter_w == 1 and g.filter_h == 1 and g.pad_w == 0 and g.pad_h == 0 and g.stride_w == 1 and g.stride_h == 1:
-        ch8 = (g.in_ch + 7) & ~7
-        transpose = 0 if g.in_w * g.in_h < 8 else 2 * 8 * ch8
-        inp = g.in_w * g.in_h * ch8 if g.in_ch % 8 else 0
-        return inp + ch8 * g.out_ch + transpose + align_buf
+        # Both 1x1 kernels transpose blocks of 8 positions into scratch; the tail positions
+        # run from registers/the stack, so a map of fewer than 8 positions writes nothing.
+        if g.in_w * g.in_h < 8:
+            return 0
+        if g.in_ch % 8 == 0:
+            # esp_nn_conv_s8_mult8_1x1_esp32s3 (esp_nn_conv_s8_mult8_1x1_esp32s3.S, the
+            # transpose loop): in_ch/8 groups of 8 positions x 8 channels as int16 = 16*in_ch,
+            # stored with ee.vst.128 from the scratch start (which must be 16-byte aligned).
+            return 16 * g.in_ch
+        # esp_nn_conv_s8_1x1 (esp_nn_conv_s8_1x1_esp32s3.c): tbuf = scratch aligned up to 16,
+        # in_ch/8 (rounded down) channel groups x 128 bytes; the leftover channels go direct.
+        return (g.in_ch // 8) * 128
     row = g.filter_w * g.in_ch
     window = g.filter_w * g.filter_h * g.in_ch
-    if row < 16 and window >= 16:  # im2col path
-        window_aligned = (window + 15) & ~15
-        return g.out_ch * 4 + 16 + g.out_ch * window_aligned + 16 + window_aligned + align_buf
-    ch16 = (g.in_ch + 15) & ~15
-    inp = 0 if g.pad_w == 0 and g.pad_h == 0 else (g.in_w + 2 * g.pad_w) * (g.in_h + 2 * g.pad_h) * g.in_ch
-    filt = g.filter_w * g.filter_h * ch16 * g.out_ch
-    filt_align = ((row + 15) // 16) * 16 * g.filter_h * g.out_ch
+    if row < 16 and window >= 16:
+        # esp_nn_conv_s8_im2col_s3: filter_sum[out_ch] int32, then (aligned up to 16) the
+        # zero-padded filter copy out_ch x window_aligned, then (aligned) one im2col window.
+        window_aligned = _a16(window)
+        im2col_at = _a16(_a16(g.out_ch * 4) + g.out_ch * window_aligned)
+        return im2col_at + window_aligned
+    # The general path (esp_nn_conv_s8_esp32s3 after the im2col test): each region starts
+    # where the previous WRITTEN one ends (scratch_data advances only past what it copies).
+    end = 0
+    if row % 16:
+        # the filter with each row zero-padded to a multiple of 16 bytes
+        end += _a16(row) * g.filter_h * g.out_ch
+    elif not g.filter_aligned16:
+        end += window * g.out_ch  # a plain copy only when the constant is not 16-byte aligned
     pad_right = max(0, g.out_w * g.stride_w + g.filter_w - 1 - g.in_w)
     pad_bottom = max(0, g.out_h * g.stride_h + g.filter_h - 1 - g.in_h)
-    boundary = (g.in_w + pad_right) * (g.in_h + pad_bottom) * g.in_ch if pad_right > 0 or pad_bottom > 0 else 0
-    return inp + filt + filt_align + boundary + align_buf + g.out_ch * 4
+    if g.pad_w or g.pad_h:
+        # esp_nn_aligned_s8_pad_with_value (src/common/common_functions.h): the whole padded map
+        end += (g.in_w + 2 * g.pad_w) * (g.in_h + 2 * g.pad_h) * g.in_ch
+    elif pad_right or pad_bottom:
+        # esp_nn_aligned_s8_pad_end_with_value: right/bottom padding only
+        end += (g.in_w + pad_right) * (g.in_h + pad_bottom) * g.in_ch
+    # esp_nn_conv_s8_filter_aligned_input_padded_esp32s3 (.S, the accumulate/bias-copy loops)
+    # stores one int32 correction per output channel at the current scratch pointer (the C
+    # precomputation for large filters writes the same table there).
+    return end + 4 * g.out_ch
 
 
 _P4_L1D_BUDGET = 32768
+# esp_nn_conv_s8_esp32p4 and esp_nn_depthwise_conv_s8_esp32s3 return WITHOUT computing when
+# their scratch pointer is NULL, which the engine passes for a scratch_size of 0: a kernel
+# that writes nothing still gets a (minimal, one ARENA_ALIGN unit) region.
+NON_NULL_SCRATCH = 16
 
 
 def _conv_p4(g: ConvGeometry) -> int:
-    align_buf = 32
-    if g.filter_w == 1 and g.filter_h == 1 and g.pad_w == 0 and g.pad_h == 0 and g.stride_w == 1 and g.stride_h == 1:
-        if g.in_ch < 16:
-            return g.out_ch * 4 + 16 * g.out_ch + 32 + align_buf
-        ch8 = (g.in_ch + 7) & ~7
-        transpose = 0 if g.in_w * g.in_h < 8 else 2 * 8 * ch8
-        inp = g.in_w * g.in_h * ch8 if g.in_ch % 8 else 0
-        return inp + ch8 * g.out_ch + transpose + align_buf
-    ch16 = (g.in_ch + 15) & ~15
-    acc = g.out_ch * 4
-    if g.pad_w == 0 and g.pad_h == 0 and g.filter_w * g.in_ch >= 16:
-        return g.filter_w * g.filter_h * ch16 * g.out_ch + align_buf + acc
+    """Highest scratch byte ``esp_nn_conv_s8_esp32p4`` (``esp_nn_conv_esp32p4.c``) writes, +1."""
+    acc = 4 * g.out_ch  # every path's filter_sum[out_ch] (int32) at the scratch start
     window = g.filter_w * g.filter_h * g.in_ch
+    if g.filter_w == 1 and g.filter_h == 1 and g.pad_w == 0 and g.pad_h == 0 and g.stride_w == 1 and g.stride_h == 1:
+        return acc  # esp_nn_conv_s8_1x1 (the P4 file's own): filter_sum only
+    if g.pad_w == 0 and g.pad_h == 0 and g.filter_w * g.in_ch >= 16:
+        return acc  # esp_nn_conv_s8_padded: filter_sum only
     if window >= 16:
-        return acc + window + align_buf
+        return acc + window  # esp_nn_conv_s8_im2col: filter_sum, then one window
     if g.pad_w == 0 and g.pad_h == 0:
-        eff_ch = ((16 + g.filter_w - 1) // g.filter_w + 15) & ~15
-        return acc + g.filter_w * g.filter_h * eff_ch * g.out_ch + g.in_w * g.in_h * eff_ch + align_buf
-    padded_w = g.in_w + 2 * g.pad_w
-    full = padded_w * (g.in_h + 2 * g.pad_h) * g.in_ch
-    if full + acc > _P4_L1D_BUDGET:
-        eff_ch = g.in_ch
-        filt = 0
-        if g.filter_w * g.in_ch < 16:
-            eff_ch = ((16 + g.filter_w - 1) // g.filter_w + 15) & ~15
-            filt = g.filter_w * g.filter_h * eff_ch * g.out_ch
-        row_bytes = padded_w * eff_ch
-        budget = _P4_L1D_BUDGET - acc - filt
-        tile = 1
-        if budget > 0 and g.filter_h * row_bytes <= budget:
-            # C's int division truncates toward zero; both operands are positive here
+        return NON_NULL_SCRATCH  # esp_nn_conv_s8_opt: none, but the NULL check comes first
+    # esp_nn_conv_s8_tiled: filter_sum, the channel-padded filter, then the largest tile of
+    # padded input rows (its tile height computed as the kernel does, C int division)
+    eff_ch, filt = g.in_ch, 0
+    if g.filter_w * g.in_ch < 16:
+        eff_ch = _a16((16 + g.filter_w - 1) // g.filter_w)
+        filt = g.filter_w * g.filter_h * eff_ch * g.out_ch
+    row_bytes = (g.in_w + 2 * g.pad_w) * eff_ch
+    tile = g.out_h
+    used = acc + filt
+    if row_bytes * (g.in_h + 2 * g.pad_h) + used > _P4_L1D_BUDGET:
+        budget = _P4_L1D_BUDGET - used
+        if g.filter_h * row_bytes <= budget:
             tile = (budget - g.filter_h * row_bytes) // (g.stride_h * row_bytes) + 1
-            tile = min(tile, g.out_h)
-        rows = (tile - 1) * g.stride_h + g.filter_h + 2 * g.pad_h
-        return rows * row_bytes + filt + align_buf + acc
-    return full + g.filter_w * g.filter_h * ch16 * g.out_ch + align_buf + acc
+            tile = min(max(tile, 1), g.out_h)
+    rows = (tile - 1) * g.stride_h + g.filter_h
+    return max(used + rows * row_bytes, NON_NULL_SCRATCH)
 
 
 def _depthwise_s3(g: ConvGeometry) -> int:
-    ch = g.in_ch
-    filt = g.filter_w * g.filter_h * ch * g.ch_mult
-    if g.ch_mult == 1 and ch % 8 == 0:
+    return max(_depthwise_s3_writes(g), NON_NULL_SCRATCH)
+
+
+def _depthwise_s3_writes(g: ConvGeometry) -> int:
+    """Highest scratch byte ``esp_nn_depthwise_conv_s8_esp32s3``
+    (``esp_nn_depthwise_conv_s8_esp32s3.c``) writes, +1, branch by branch of its dispatcher."""
+    ch, m = g.in_ch, g.ch_mult
+    filt = g.filter_w * g.filter_h * ch * m
+    align_len = 16 - (filt & 15)  # 1..16: the kernel's own gap after the filter copy
+    in_size = g.in_w * g.in_h * ch
+    # s16 paths: input_data16 = (int16_t *)scratch + filter_size + align_len, i.e. at byte
+    # 2*(filter_size + align_len); esp_nn_s8_to_s16_esp32s3 / esp_nn_aligned_s8_to_s16_with_offset_esp32s3
+    # (src/common/esp_nn_common_functions_esp32s3.S) write exactly 2 bytes per element.
+    s16_at = 2 * (filt + align_len)
+    if m == 1 and ch % 8 == 0:
         if g.filter_w == 3 and g.filter_h == 3:
-            if ch % 16 == 0:
-                if g.pad_w or g.pad_h:
-                    pw, ph = 2 * g.pad_w, 2 * g.pad_h
-                else:
-                    pw = g.out_w * g.stride_w + g.filter_w - 1 - g.in_w
-                    ph = g.out_h * g.stride_h + g.filter_h - 1 - g.in_h
-                if pw or ph:
-                    full = (g.in_w + pw) * (g.in_h + ph) * ch
-                    if full <= 40 * 1024:
-                        return filt + full + 16
-                    return filt + (g.in_w + pw) * g.filter_h * ch + 16
-                return filt + 16
+            if ch % 16 == 0 and g.pad_w == 1 and g.pad_h == 1:
+                # filter copy at 0, padded input at filter_size + align_len (int8)
+                padded_w = g.in_w + 2
+                full = padded_w * (g.in_h + 2) * ch
+                if full <= 40 * 1024:
+                    return filt + align_len + full
+                return filt + align_len + padded_w * g.filter_h * ch  # row tiles: 3 padded rows
+            if ch % 16 == 0 and g.pad_w == 0 and g.pad_h == 0:
+                pad_right = g.out_w * g.stride_w + g.filter_w - 1 - g.in_w
+                pad_bottom = g.out_h * g.stride_h + g.filter_h - 1 - g.in_h
+                if pad_right or pad_bottom:
+                    return filt + align_len + (g.in_w + pad_right) * (g.in_h + pad_bottom) * ch
+                return filt  # only the filter copy
             if ch >= 12:
-                ch16 = (ch + 15) & ~15
-                tpw = 2 * g.pad_w + max(0, g.out_w * g.stride_w + 2 - g.in_w)
-                tph = 2 * g.pad_h + max(0, g.out_h * g.stride_h + 2 - g.in_h)
-                return 9 * ch16 + (g.in_w + tpw) * (g.in_h + tph) * ch16 + g.out_w * g.out_h * ch16 + 64
-            return 2 * (filt + g.in_w * g.in_h * ch) + 32
-        s16 = 2 * (filt + g.in_w * g.in_h * ch)
-        if s16 <= 48 * 1024:
-            return s16 + 32
-        return 2 * filt + 2 * g.in_w * g.filter_h * ch + 32
-    if g.ch_mult == 1 and ch > 3:
+                # channels padded to 16: filter 9*ch16, 16 bytes gap, padded input, padded output
+                ch16 = _a16(ch)
+                new_w, new_h = g.in_w + 2 * g.pad_w, g.in_h + 2 * g.pad_h
+                new_w += max(0, g.out_w * g.stride_w + 2 - new_w)
+                new_h += max(0, g.out_h * g.stride_h + 2 - new_h)
+                return 9 * ch16 + 16 + new_w * new_h * ch16 + g.out_w * g.out_h * ch16
+            return s16_at + 2 * in_size  # 8 channels: esp_nn_depthwise_conv_s16_mult1_3x3_esp32s3
+        if 2 * (filt + in_size) <= 48 * 1024:
+            return s16_at + 2 * in_size
+        return s16_at + 2 * g.filter_h * g.in_w * ch  # row tiles of filter_ht input rows
+    if m == 1 and ch > 3:
+        # channels padded to 8, each region aligned up to 16 from the (16-aligned) scratch:
+        # int16 filter, int16 input, int8 output, then bias/shift/mult int32 x ch8 each
         ch8 = (ch + 7) & ~7
-
-        def a16(n: int) -> int:
-            return (n + 15) & ~15
-
-        input_start = a16(g.filter_w * g.filter_h * ch8 * 2)
-        out_start = a16(input_start + g.in_w * g.in_h * ch8 * 2)
-        bias_start = a16(out_start + g.out_w * g.out_h * ch8)
-        return bias_start + 3 * ch8 * 4 + 16
-    if g.ch_mult % 4 == 0:
-        return 2 * (filt + g.in_w * g.in_h * ch) + 32
-    return 32
+        input_at = _a16(2 * g.filter_w * g.filter_h * ch8)
+        out_at = _a16(input_at + 2 * g.in_w * g.in_h * ch8)
+        bias_at = _a16(out_at + g.out_w * g.out_h * ch8)
+        return bias_at + 3 * 4 * ch8
+    if m % 4 == 0:  # the mult8 and mult4 s16 kernels: int16 filter and input
+        return s16_at + 2 * in_size
+    return 0  # esp_nn_depthwise_conv_s8_opt (esp_nn_depthwise_conv_opt.c) uses no scratch
 
 
 def conv_scratch(target: Target, g: ConvGeometry) -> int:
-    """Bytes ``esp_nn_get_conv_scratch_size`` asks for on ``target``."""
+    """Scratch bytes ESP-NN's conv kernel for ``target`` needs for ``g`` (see the module doc)."""
     if target == Target.ESP32S3:
         return _conv_s3(g)
     if target == Target.ESP32P4:
@@ -162,7 +209,7 @@ def conv_scratch(target: Target, g: ConvGeometry) -> int:
 
 
 def depthwise_scratch(target: Target, g: ConvGeometry) -> int:
-    """Bytes ``esp_nn_get_depthwise_conv_scratch_size`` asks for on ``target``."""
+    """Scratch bytes ESP-NN's depthwise conv kernel for ``target`` touches for ``g``."""
     if target == Target.ESP32S3:
         return _depthwise_s3(g)
     return 0

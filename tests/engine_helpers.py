@@ -52,6 +52,12 @@ ASAN32 = Variant("asan32", ("-m32", *SANITIZE, "-DESPNN_HOST_STRICT"), env=SANIT
 # what an ESP32-S3 build sees: the engine knows its chip, and ESP-NN asks for scratch
 CHIP = Variant("chip", (*SANITIZE, "-DESPNN_HOST_STRICT", "-DESPNN_BUILD_TARGET=3",
                         "-DHN_TEST_SCRATCH_BYTES=64"), env=SANITIZER_ENV)
+# the scratch guard mode: the host kernels write what ESP-NN's ESP32-S3 kernels write into a
+# side buffer of each op's scratch_size followed by guard bytes (esp_nn_host_guard.h)
+GUARD_S3 = Variant("guard_s3", (*SANITIZE, "-DESPNN_HOST_STRICT", "-DESPNN_HOST_SCRATCH_GUARD=3"),
+                   env=SANITIZER_ENV)
+GUARD_P4 = Variant("guard_p4", (*SANITIZE, "-DESPNN_HOST_STRICT", "-DESPNN_HOST_SCRATCH_GUARD=6"),
+                   env=SANITIZER_ENV)
 
 
 def esp_nn_variant(esp_nn_dir: Path) -> Variant:

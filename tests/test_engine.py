@@ -32,6 +32,7 @@ import engine_helpers as eh
 import numpy as np
 import numpy.typing as npt
 import pytest
+from scratch_helpers import op_scratch
 
 from devkit import payload_factory as pf
 from executorch_espnn.payload import (
@@ -412,22 +413,42 @@ def _for_chip(data: bytes, target: Target, scratch: int) -> bytes:
     return encode(p)
 
 
+def _s3_need(data: bytes) -> int:
+    """The largest scratch an op of the payload needs on the S3 (the lowering's rule)."""
+    p = decode(data)
+    return max(op_scratch(p, op, Target.ESP32S3) for op in p.ops)
+
+
 def test_payload_short_of_esp_nn_scratch_is_refused() -> None:
-    """A generic payload (ANSI scratch: none) on a build whose ESP-NN wants 64 bytes."""
-    for name in ("conv_1x1", "dw_mult1", "softmax_rows"):
+    """A generic payload (ANSI scratch: none) on an ESP32-S3 build: conv and depthwise need
+    what the S3 kernels touch (scratch_rules.c), softmax what ESP-NN's size function asks
+    (64 bytes in this build)."""
+    for name, limit in (("conv_1x1", _s3_need(_cases()["conv_1x1"].payload)),
+                        ("dw_mult1", _s3_need(_cases()["dw_mult1"].payload)), ("softmax_rows", 64)):
         case = _cases()[name]
+        assert limit > 0, name
         r = _run("chip", case.payload, case.inputs, 1)
         assert r.returncode == 2, (name, r.stderr)
         err = r.error_fields()
         assert (err["status"], err["field"], err["op"], err["value"], err["limit"]) == (
-            "ESPNN_ERR_TARGET", "scratch_size", "0", "0", "64"), name
+            "ESPNN_ERR_TARGET", "scratch_size", "0", "0", str(limit)), name
         assert "another target or ESP-NN version" in r.stderr
 
 
-def test_payload_for_this_chip_runs_with_its_scratch() -> None:
-    for name in ("conv_1x1", "dw_mult1", "softmax_rows", "conv_groups4_16to16"):
+def test_payload_one_byte_short_of_touched_scratch_is_refused() -> None:
+    for name in ("conv_1x1", "conv_3x3_s2_odd", "conv_ch_not_mult8", "dw_mult1"):
         case = _cases()[name]
-        data = _for_chip(case.payload, Target.ESP32S3, 64)
+        need = _s3_need(case.payload)
+        r = _run("chip", _for_chip(case.payload, Target.ESP32S3, need - 1), case.inputs, 1)
+        err = r.error_fields()
+        assert (r.returncode, err["field"], err["value"], err["limit"]) == (
+            2, "scratch_size", str(need - 1), str(need)), name
+
+
+def test_payload_for_this_chip_runs_with_its_scratch() -> None:
+    for name in ("conv_1x1", "dw_mult1", "softmax_rows", "conv_groups4_16to16", "conv_3x3_s2_odd"):
+        case = _cases()[name]
+        data = _for_chip(case.payload, Target.ESP32S3, max(64, _s3_need(case.payload)))
         _assert_exact("chip", pf.Case(name, data, case.inputs, None))
 
 

@@ -298,16 +298,17 @@ def test_target_selects_the_esp_nn_scratch_sizes() -> None:
         convs = [o for o in p.ops if o.opcode == Opcode.CONV2D]
         sizes[target] = (convs[0].scratch_size, convs[1].scratch_size,
                          _first(p, Opcode.DEPTHWISE_CONV2D).scratch_size, _first(p, Opcode.SOFTMAX).scratch_size)
-    # hand-computed from ESP-NN 1.2.3's size functions:
+    # hand-computed from what ESP-NN 1.2.3's S3 kernels write (esp_nn_conv_esp32s3.c,
+    # esp_nn_depthwise_conv_s8_esp32s3.c):
     # 3x3 conv, 3 -> 8 channels: im2col path (row 9 < 16, window 27 >= 16, aligned 32):
-    #   8*4 + 16 + 8*32 + 16 + 32 + 64 = 416
-    # 1x1 conv, 8 -> 16 on 10x10: transpose 2*8*8 = 128, input 0 (8 % 8 == 0), filter 8*16 = 128, +64
-    # depthwise 3x3, 16 channels, pad 1: filter 144 + (12*12*16 = 2304) + 16
+    #   filter sums 8*4 = 32, filter copy at 32: 8*32 = 256, im2col window at 288: 32 -> 320
+    # 1x1 conv, 8 -> 16 on 10x10: the mult8 kernel's transpose buffer, 8 positions x 8 ch x 2
+    # depthwise 3x3, 16 channels, pad 1: filter 144, its align gap 16, padded map 12*12*16
     # softmax over 10 classes: 4 bytes each
-    assert sizes["esp32s3"] == (416, 320, 2464, 40)
-    # P4: 3x3 padded with a window of 27 >= 16: out_ch*4 + window + 32 = 91;
-    # 1x1 with in_ch 8 < 16: out_ch*4 + 16*out_ch + 32 + 32 = 384; depthwise 0
-    assert sizes["esp32p4"] == (91, 384, 0, 40)
+    assert sizes["esp32s3"] == (320, 128, 2464, 40)
+    # P4 (esp_nn_conv_esp32p4.c): 3x3 padded with a window of 27 >= 16: im2col, filter sums
+    # 8*4 then one window of 27 = 59; 1x1: filter sums only, 16*4 = 64; depthwise 0
+    assert sizes["esp32p4"] == (59, 64, 0, 40)
     assert sizes["esp32"] == (0, 0, 0, 40)
     assert sizes["generic"] == (0, 0, 0, 0)
 

@@ -24,6 +24,7 @@ set(ESPNN_ENGINE_SRCS
     ${_espnn_root}/engine/src/parse.c
     ${_espnn_root}/engine/src/permute.c
     ${_espnn_root}/engine/src/registry.c
+    ${_espnn_root}/engine/src/scratch_rules.c
     ${_espnn_root}/engine/src/validate.c
     ${_espnn_root}/engine/ops/add.c
     ${_espnn_root}/engine/ops/batch_matmul.c
@@ -59,6 +60,7 @@ set(ESPNN_HOST_KERNEL_SRCS
     ${_espnn_root}/host_espnn/src/max_pool_s8.c
     ${_espnn_root}/host_espnn/src/mul_broadcast_channel_s8.c
     ${_espnn_root}/host_espnn/src/mul_elementwise_s8.c
+    ${_espnn_root}/host_espnn/src/scratch_guard.c
     ${_espnn_root}/host_espnn/src/softmax_s8.c)
 set(ESPNN_HOST_KERNEL_INCLUDE_DIRS ${_espnn_root}/host_espnn/include)
 set(ESPNN_RUN_SRCS ${_espnn_root}/engine/tools/espnn_run.c)

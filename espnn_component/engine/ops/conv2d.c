@@ -57,14 +57,11 @@ static espnn_status_t prepare(espnn_prep_t *p)
         return ESPNN_OK;
     }
     p->kernel = CONV_KERNEL_ESPNN;
-    data_dims_t in, filt, out;
-    conv_params_t cp;
-    espnn_dims(g, &in, &filt, &out, &cp);
-    const int need = esp_nn_get_conv_scratch_size(&in, &filt, &out, &cp);
-    if (need > 0 && (uint32_t)need > p->scratch_size) {
-        return espnn_prep_fail_status(p, ESPNN_ERR_TARGET, "scratch_size", p->scratch_size, need);
-    }
-    return ESPNN_OK;
+    /* what the kernel touches (scratch_rules.c), not what esp_nn_get_conv_scratch_size reserves */
+    espnn_scratch_geom_t sg;
+    espnn_scratch_geom_of(p, g, &sg);
+    sg.ch_mult = 1;
+    return espnn_prep_scratch(p, espnn_conv_scratch_touched(ESPNN_BUILD_TARGET, &sg));
 }
 
 static void eval_espnn(const espnn_exec_t *x, const espnn_conv_geom_t *g)

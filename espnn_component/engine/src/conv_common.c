@@ -131,3 +131,33 @@ espnn_status_t espnn_prep_conv(espnn_prep_t *p, bool depthwise, espnn_conv_geom_
     g->act_max = p->params[ESPNN_P_CONV2D_ACT_MAX];
     return ESPNN_OK;
 }
+
+void espnn_scratch_geom_of(const espnn_prep_t *p, const espnn_conv_geom_t *cg,
+                           espnn_scratch_geom_t *g)
+{
+    espnn_tview_t f;
+    espnn_prep_tensor(p, 1, &f);
+    g->in_w = cg->w;
+    g->in_h = cg->h;
+    g->in_ch = cg->cin;
+    g->filter_w = cg->kw;
+    g->filter_h = cg->kh;
+    g->out_w = cg->ow;
+    g->out_h = cg->oh;
+    g->out_ch = cg->cout;
+    g->pad_w = cg->pad_left;
+    g->pad_h = cg->pad_top;
+    g->stride_w = cg->stride_w;
+    g->stride_h = cg->stride_h;
+    g->ch_mult = cg->groups;
+    g->filter_aligned16 = (((uintptr_t)(p->consts + f.offset)) & 15u) == 0u;
+}
+
+espnn_status_t espnn_prep_scratch(espnn_prep_t *p, uint32_t need)
+{
+    if (need > p->scratch_size) {
+        /* the message names another target or ESP-NN version: see errors.c */
+        return espnn_prep_fail_status(p, ESPNN_ERR_TARGET, "scratch_size", p->scratch_size, need);
+    }
+    return ESPNN_OK;
+}

@@ -4,6 +4,9 @@
  */
 #include "espnn_parse.h"
 #include "espnn_util.h"
+#ifdef ESPNN_HOST_SCRATCH_GUARD
+#include "esp_nn_host_guard.h"
+#endif
 
 static void clear_error(espnn_error_t *err)
 {
@@ -325,8 +328,16 @@ espnn_status_t espnn_invoke(espnn_model_t *model, espnn_error_t *err)
             x.in[k] = ids[k] == ESPNN_NO_TENSOR ? NULL : tensor_ptr(model, &tensors[ids[k]]);
         }
         x.out = tensor_ptr(model, &tensors[op->output]);
+#ifdef ESPNN_HOST_SCRATCH_GUARD
+        /* host test mode: the op's scratch is a side buffer with guard bytes after it (NULL
+         * without scratch, as below) */
+        x.scratch = hn_guard_scratch(i, op->scratch_size);
+        espnn_op_family(op->opcode)->eval(&x);
+        hn_guard_check();
+#else
         x.scratch = op->scratch_size != 0 ? model->arena + op->scratch_offset : NULL;
         espnn_op_family(op->opcode)->eval(&x);
+#endif
     }
     return ESPNN_OK;
 }

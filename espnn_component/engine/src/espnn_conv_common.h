@@ -3,6 +3,7 @@
 #define ESPNN_CONV_COMMON_H
 
 #include "espnn_internal.h"
+#include "espnn_scratch_rules.h"
 
 /* The convolution opcodes share their parameter layout (groups and ch_mult at one index):
  * the code common to both reads CONV2D's indices. */
@@ -34,5 +35,13 @@ ESPNN_STATIC_ASSERT(sizeof(espnn_conv_geom_t) == 52, "conv geometry");
 
 /* validate.py's _check_conv: shapes, geometry, offsets, activation, filter/bias, mult/shift */
 espnn_status_t espnn_prep_conv(espnn_prep_t *p, bool depthwise, espnn_conv_geom_t *g);
+
+/* The operands of a prepared CONV2D/DEPTHWISE_CONV2D as scratch_rules.c reads them; the
+ * filter alignment is that of the filter constant where the engine will read it. */
+void espnn_scratch_geom_of(const espnn_prep_t *p, const espnn_conv_geom_t *cg,
+                           espnn_scratch_geom_t *g);
+/* prepare's check: a payload's scratch_size below what this build's kernels touch
+ * (ESPNN_BUILD_TARGET; none on the host, whose kernels need no scratch) is refused */
+espnn_status_t espnn_prep_scratch(espnn_prep_t *p, uint32_t need);
 
 #endif /* ESPNN_CONV_COMMON_H */

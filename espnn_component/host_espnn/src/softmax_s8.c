@@ -10,7 +10,11 @@
  * the sum wraps as a 32-bit register does and the final division rounds exactly.
  */
 #include "esp_nn.h"
+#include "esp_nn_host_guard.h"
 #include "hn_common.h"
+#ifdef ESPNN_HOST_SCRATCH_GUARD
+#include <string.h>
+#endif
 
 static void *softmax_scratch;
 
@@ -127,7 +131,19 @@ void esp_nn_softmax_s8(const int8_t *input_data, const int32_t height, const int
                        const int32_t mult, const int32_t shift, const int32_t diff_min,
                        int8_t *output_data)
 {
+#ifdef ESPNN_HOST_SCRATCH_GUARD
+    /* Guard mode: the S3, P4 and opt softmax kernels (src/softmax/esp_nn_softmax_s8_esp32s3.c,
+     * esp_nn_softmax_opt.c) keep each row's exps in scratch_buf[col], col < width (mirrors
+     * their writes) */
+    if (softmax_scratch == NULL) {
+        hn_guard_null("esp_nn_softmax_s8 (S3/opt)"); /* returns without computing */
+    }
+    if (height > 0) {
+        memset(softmax_scratch, HN_GUARD_WRITE, (size_t)width * 4u);
+    }
+#else
     (void)softmax_scratch;
+#endif
     HN_REQUIRE(width <= 511); /* beyond, ESP-NN's final shift is undefined */
     for (int32_t row = 0; row < height; row++) {
         const int8_t *in = input_data + (int64_t)row * width;

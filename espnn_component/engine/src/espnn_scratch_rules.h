@@ -1,0 +1,30 @@
+/*
+ * Scratch bytes ESP-NN's conv and depthwise kernels TOUCH (one past the highest byte they
+ * write) for given operands on a given target (private).
+ *
+ * The C twin of executorch_espnn/scratch.py: the lowering writes this size into each op's
+ * scratch_size, and prepare refuses a payload that carries less.  Both read ESP-NN 1.2.3's
+ * kernel sources (see scratch_rules.c for the function each rule comes from);
+ * tests/test_scratch_rules.py checks the two agree over a sweep of geometries.
+ */
+#ifndef ESPNN_SCRATCH_RULES_H
+#define ESPNN_SCRATCH_RULES_H
+
+#include <stdint.h>
+
+typedef struct espnn_scratch_geom {
+    int32_t in_w, in_h, in_ch;
+    int32_t filter_w, filter_h;
+    int32_t out_w, out_h, out_ch;
+    int32_t pad_w, pad_h; /* top/left: all ESP-NN takes */
+    int32_t stride_w, stride_h;
+    int32_t ch_mult;          /* depthwise only */
+    int32_t filter_aligned16; /* the filter constant starts on a 16-byte boundary */
+} espnn_scratch_geom_t;
+
+/* target: an ESPNN_TARGET_* id.  Results fit a uint32 for every uint16 geometry ESP-NN
+ * accepts (the engine checks those limits before). */
+uint32_t espnn_conv_scratch_touched(int32_t target, const espnn_scratch_geom_t *g);
+uint32_t espnn_depthwise_scratch_touched(int32_t target, const espnn_scratch_geom_t *g);
+
+#endif /* ESPNN_SCRATCH_RULES_H */
