@@ -206,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--validation", type=Path)
     p.add_argument("--selftest", type=int, default=0)
     p.add_argument("--model-option", default="custom_executorch_model")
+    p.add_argument("--name", default="", help="a named model's generated files (several models)")
     p.add_argument("--package-root", type=Path, help="a checkout whose executorch_espnn to use")
     args = p.parse_args(argv)
     if args.package_root is not None:
@@ -228,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
         info = describe(out)
         selftest = load_selftest(out) if args.kind != "pte" else None
         info["selftest"] = render.selftest_summary(selftest)
-        render.write_all(info, out, selftest)
+        info["name"] = args.name
+        render.write_all(info, out, selftest, args.name)
     except StepFailure as exc:
         sys.stderr.write(f"Error: {exc}\n")
         return EXIT_FAILED
