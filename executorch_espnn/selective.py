@@ -149,9 +149,12 @@ def operators_of_pte(pte: Path, out_yaml: Path) -> dict[str, Any]:
 
 def merge_selections(ptes: list[Path], out_yaml: Path) -> dict[str, Any]:
     """One selection for several programs in one firmware: the union of their operators and
-    kernel keys (torchgen's own combine, as ExecuTorch's build merges dependency lists), written
+    kernel keys (torchgen's combine_selective_builders, the selector ExecuTorch's codegen reads), written
     to ``out_yaml`` for ``generate``; each program's own list is kept beside it."""
-    from torchgen.selective_build.selector import SelectiveBuilder, combine_selective_builders
+    from torchgen.selective_build.selector import (  # type: ignore[import-untyped]  # (torch)
+        SelectiveBuilder,
+        combine_selective_builders,
+    )
 
     merged: SelectiveBuilder | None = None
     out_yaml.parent.mkdir(parents=True, exist_ok=True)

@@ -18,8 +18,8 @@ import pytest
 from devkit import pio_helpers as h
 
 sys.path.insert(0, str(h.ROOT / "builder"))
-from espnn_pio import model_step, render, report  # type: ignore[import-not-found]  # noqa: E402
-from espnn_pio.options import (  # type: ignore[import-not-found]  # noqa: E402
+from espnn_pio import model_step, render, report  # type: ignore[import-not-found]
+from espnn_pio.options import (  # type: ignore[import-not-found]
     OptionError,
     parse_env_models,
 )

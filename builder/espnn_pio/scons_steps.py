@@ -71,11 +71,6 @@ def read_models(env: Any) -> list[options.ModelOptions]:
                                 Path(env.subst("$PROJECT_DIR")), mcu)
 
 
-def read_options(env: Any) -> options.ModelOptions | None:
-    models = read_models(env)
-    return models[0] if len(models) == 1 else None
-
-
 def setup(env: Any) -> None:
     platform = env.PioPlatform()
     platform_dir = Path(platform.get_dir())
