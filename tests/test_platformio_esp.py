@@ -680,7 +680,7 @@ def test_two_models_hand_over_both_and_one_registration(core_with_base: Path, pl
         gen = models / name / f"espnn_model_{name}"
         assert str(gen) in rec["cpppath"] and (gen / f"model_{name}_pte.h").is_file()
         assert str(models / name / f"model_{name}_pte_data.o") in rec["buildfiles"]
-    assert str(models / "espnn_models") in rec["cpppath"]
+    assert str(models.parent / "espnn_models") in rec["cpppath"]
     union = ["aten::addmm.out", "aten::permute_copy.out", "aten::relu.out", "aten::tanh.out"]
     reg = (build / "executorch" / "kernels" / "RegisterCodegenUnboxedKernels.cpp").read_text()
     assert sorted(re.findall(r'Kernel\(\s*"([^"]+)"', reg)) == union
@@ -696,8 +696,8 @@ def test_two_models_hand_over_both_and_one_registration(core_with_base: Path, pl
     dirs = rec["cmake_extra_args"].split("-DEXTRA_COMPONENT_DIRS:PATH=")[1].split('"')[0].split(";")
     models = build / "executorch" / "models"
     assert dirs[-3:] == [str(models / "first" / "espnn_model_first"),
-                         str(models / "second" / "espnn_model_second"), str(models / "espnn_models")]
+                         str(models / "second" / "espnn_model_second"), str(models.parent / "espnn_models")]
     cmake = (models / "second" / "espnn_model_second" / "CMakeLists.txt").read_text()
     assert 'SRCS "model_second_pte_data.S"' in cmake
-    lines = _fake_idf_registration(models / "espnn_models", tmp_path / "models.txt")
+    lines = _fake_idf_registration(models.parent / "espnn_models", tmp_path / "models.txt")
     assert any(ln.startswith("INCLUDE_DIRS=") for ln in lines), lines

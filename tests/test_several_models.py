@@ -286,10 +286,10 @@ def test_shared_arena_is_sized_stated_and_guarded(two_models: tuple[Path, dict[s
     infos = [json.loads((models / n / "model_info.json").read_text()) for n in ("trend", "level")]
     arenas = [i["sizes"]["arena_bytes"] for i in infos]
     shared = max(a + 15 * max(0, i["ops"]["partitions"] - 1) for a, i in zip(arenas, infos, strict=True))
-    header = (models / "espnn_models" / "espnn_models.h").read_text()
+    header = (models.parent / "espnn_models" / "espnn_models.h").read_text()
     assert f"#define ESPNN_SHARED_ARENA_BYTES {shared}u" in header
     assert '#include "model_trend_pte.h"' in header and '#include "model_level_pte.h"' in header
-    assert "ESPNN_SHARED_ARENA_BYTES" not in (proj / ".pio" / "build" / "separate" / "executorch" / "models"
+    assert "ESPNN_SHARED_ARENA_BYTES" not in (proj / ".pio" / "build" / "separate" / "executorch"
                                               / "espnn_models" / "espnn_models.h").read_text()
     out = outputs["shared"]
     assert ("while held: refused: invoke: the shared arena is in use by another model's invoke() (or the "

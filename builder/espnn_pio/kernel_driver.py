@@ -35,12 +35,13 @@ CMAKE_NAME = "kernels.cmake"
 EXIT_FAILED = 2
 
 
-def write(ptes: list[Path], list_file: Path, out: Path) -> dict[str, object]:
+def write(ptes: Path | list[Path], list_file: Path, out: Path) -> dict[str, object]:
     """Generate everything of the module doc into `out`; returns what kernels.json holds.
     Several programs (several models in one firmware) get ONE registration: the union of
     their CPU operators, so MAX_KERNEL_NUM is the merged count."""
     from executorch_espnn import rendering, runtime_sources, selective
 
+    ptes = ptes if isinstance(ptes, list) else [ptes]
     if len(ptes) == 1:
         files = selective.generate(ptes[0], out)
     else:

@@ -177,7 +177,8 @@ def setup(env: Any) -> None:
             env.Append(PIOBUILDFILES=obj)
 
 
-MODELS_GEN = "espnn_models"  # $BUILD_DIR/executorch/models/espnn_models/: espnn_models.h
+# $BUILD_DIR/executorch/espnn_models/: espnn_models.h (beside models/, so no model name collides)
+MODELS_GEN = "espnn_models"
 
 
 def _write_models_header(
@@ -196,7 +197,7 @@ def _write_models_header(
         "shared_bytes": report.shared_arena_bytes(infos),
         "arenas_sum": sum(int(i["sizes"]["arena_bytes"]) for i in infos),
     }
-    folder = step_out / model_step.MODELS_SUBDIR / MODELS_GEN
+    folder = step_out / MODELS_GEN
     folder.mkdir(parents=True, exist_ok=True)
     rendering.write_if_changed(folder / "espnn_models.h", rendering.render("espnn_models.h.j2", **ctx))
     rendering.write_if_changed(folder / "CMakeLists.txt",
