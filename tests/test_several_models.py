@@ -88,6 +88,8 @@ def test_named_models_get_their_own_folders_options_and_cache_keys(proj: Path) -
     ({MODEL: "a.py", "custom_executorch_shared_arena": "yes"},
      "custom_executorch_shared_arena: one model has nothing to share its arena with; remove "
      "custom_executorch_shared_arena or name several models"),
+    ({MODEL: "kws = a.py", "custom_executorch_shared_arena": "yes"},
+     "custom_executorch_shared_arena: one model has nothing to share its arena with"),
     ({MODEL: "kws = a.py\nv = b.py", "custom_executorch_shared_arena": "maybe"},
      "custom_executorch_shared_arena = maybe: unknown value; use `custom_executorch_shared_arena = yes`"),
     ({"custom_executorch_shared_arena": "yes"},
@@ -168,6 +170,36 @@ def test_summary_and_ram_count_a_shared_arena_once() -> None:
 
 # --- end to end on the host board -------------------------------------------------------------
 
+# Two delegates around a CPU operator: its two delegate arenas take consecutive parts of the
+# shared arena (with the alignment padding ESPNN_SHARED_ARENA_BYTES allows for).
+ISLAND = """
+import torch
+
+
+class Island(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(4, 8)
+        self.b = torch.nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.b(torch.cumsum(torch.relu(self.a(x)), dim=1))
+
+
+def model():
+    torch.manual_seed(0)
+    return Island().eval()
+
+
+def example_inputs():
+    return (torch.randn(1, 4),)
+
+
+def calibration_data():
+    g = torch.Generator().manual_seed(1)
+    return [(torch.randn(1, 4, generator=g),) for _ in range(8)]
+"""
+
 PROGRAM = r"""
 #include <Arduino.h>
 #include <executorch_espnn.h>
@@ -178,10 +210,10 @@ static const float kX[3][4] = {{-1.0f, -0.25f, 0.5f, 1.0f}, {0.2f, 0.2f, 0.2f, 0
 #ifdef ESPNN_SHARED_ARENA_BYTES
 static EspnnSharedArena arena(ESPNN_SHARED_ARENA_BYTES);
 EspnnModel trend(model_trend_pte, arena);
-EspnnModel level(model_level_pte, arena);
+EspnnModel island(model_island_pte, arena);
 #else
 EspnnModel trend(model_trend_pte);
-EspnnModel level(model_level_pte);
+EspnnModel island(model_island_pte);
 #endif
 
 static void run(EspnnModel &m, const char *name, int k) {
@@ -195,11 +227,11 @@ static void run(EspnnModel &m, const char *name, int k) {
 }
 
 void setup() {
-    if (!trend.begin() || !level.begin()) { printf("error begin: %s%s\n", trend.error(), level.error()); return; }
+    if (!trend.begin() || !island.begin()) { printf("error begin: %s%s\n", trend.error(), island.error()); return; }
     executorch_espnn_memory_stats_t st;
     executorch_espnn_get_memory_stats(&st);
     printf("delegates %u own arenas %u\n", (unsigned)st.delegates, (unsigned)st.arena_bytes);
-    for (int k = 0; k < 3; ++k) { run(trend, "trend", k); run(level, "level", k); }
+    for (int k = 0; k < 3; ++k) { run(trend, "trend", k); run(island, "island", k); }
 #ifdef ESPNN_SHARED_ARENA_BYTES
     int app = 0;
     arena.acquire(&app);  /* the application holds the arena: a model must not run */
@@ -218,12 +250,11 @@ void loop() {}
 
 @pytest.fixture(scope="module")
 def two_models(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    """One project, two host envs (shared arena and not), both models of the two_models example."""
+    """One project, two host envs (shared arena and not): hello_world's model and ISLAND."""
     work = tmp_path_factory.mktemp("two")
     core = work / "core"
     h.seed_core(core)
     trend = h.example_dir("hello_world") / "model" / "mlp.py"
-    level = h.example_dir("two_models") / "model" / "level.py"
     proj = h.write_project(work / "p", f"""
         [env]
         platform = {h.platform_spec()}
@@ -231,13 +262,13 @@ def two_models(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str
         framework = arduino
         custom_executorch_model =
             trend = {trend}
-            level = {level}
+            island = island.py
 
         [env:shared]
         custom_executorch_shared_arena = yes
 
         [env:separate]
-        """, {"src/main.cpp": PROGRAM})
+        """, {"src/main.cpp": PROGRAM, "island.py": ISLAND})
     outputs = {}
     for env in ("shared", "separate"):
         r = h.pio(core, proj, "run", "-e", env, "-t", "exec", timeout=1500).check()
@@ -266,15 +297,16 @@ def test_two_models_run_bit_exact_with_each_pte_on_the_python_runtime(
     printed = _printed(outputs[env])
     x = np.array([[-1.0, -0.25, 0.5, 1.0], [0.2, 0.2, 0.2, 0.2], [0.9, 0.3, -0.3, -0.7]], dtype=np.float32)
     assert len(printed) == 6, outputs[env][-3000:]
-    for name in ("trend", "level"):
+    for name in ("trend", "island"):
         pte = (models / name / "model.pte").read_bytes()
         for k in range(3):
             want = np.asarray(host.run(pte, [x[k : k + 1]])[0], dtype=np.float32).reshape(-1)
             np.testing.assert_array_equal(printed[(name, k)], want)
-    arenas = [json.loads((models / n / "model_info.json").read_text())["sizes"]["arena_bytes"]
-              for n in ("trend", "level")]
+    infos = [json.loads((models / n / "model_info.json").read_text()) for n in ("trend", "island")]
+    assert infos[1]["ops"]["partitions"] == 2 and infos[1]["ops"]["cpu"] >= 1  # two delegates
+    arenas = [i["sizes"]["arena_bytes"] for i in infos]
     own = re.search(r"delegates (\d+) own arenas (\d+)", outputs[env])
-    assert own is not None and int(own.group(1)) == 2
+    assert own is not None and int(own.group(1)) == sum(i["ops"]["partitions"] for i in infos)
     # with the shared arena the delegates allocate none of their own (they use the shared one)
     assert int(own.group(2)) == (0 if env == "shared" else sum(arenas))
 
@@ -283,12 +315,12 @@ def test_two_models_run_bit_exact_with_each_pte_on_the_python_runtime(
 def test_shared_arena_is_sized_stated_and_guarded(two_models: tuple[Path, dict[str, str]]) -> None:
     proj, outputs = two_models
     models = proj / ".pio" / "build" / "shared" / "executorch" / "models"
-    infos = [json.loads((models / n / "model_info.json").read_text()) for n in ("trend", "level")]
+    infos = [json.loads((models / n / "model_info.json").read_text()) for n in ("trend", "island")]
     arenas = [i["sizes"]["arena_bytes"] for i in infos]
     shared = max(a + 15 * max(0, i["ops"]["partitions"] - 1) for a, i in zip(arenas, infos, strict=True))
     header = (models.parent / "espnn_models" / "espnn_models.h").read_text()
     assert f"#define ESPNN_SHARED_ARENA_BYTES {shared}u" in header
-    assert '#include "model_trend_pte.h"' in header and '#include "model_level_pte.h"' in header
+    assert '#include "model_trend_pte.h"' in header and '#include "model_island_pte.h"' in header
     assert "ESPNN_SHARED_ARENA_BYTES" not in (proj / ".pio" / "build" / "separate" / "executorch"
                                               / "espnn_models" / "espnn_models.h").read_text()
     out = outputs["shared"]

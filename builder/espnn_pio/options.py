@@ -155,12 +155,12 @@ def parse_models(
             )
         return []
     entries = model_entries(raw_model)
+    if len(entries) == 1 and (get(SHARED_ARENA) or "").strip():
+        raise OptionError(
+            f"{SHARED_ARENA}: one model has nothing to share its arena with; remove "
+            f"{SHARED_ARENA} or name several models (`{MODEL} =` one `name = path` per line)"
+        )
     if len(entries) == 1 and not entries[0][0]:
-        if (get(SHARED_ARENA) or "").strip():
-            raise OptionError(
-                f"{SHARED_ARENA}: one model has nothing to share its arena with; remove "
-                f"{SHARED_ARENA} or name several models (`{MODEL} =` one `name = path` per line)"
-            )
         return [_parse_one(get, entries[0][1], project_dir, board_mcu)]
     shared_arena(get)  # a wrong yes/no stops here, before any lowering
     names = [n for n, _ in entries]
