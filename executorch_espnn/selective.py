@@ -147,6 +147,27 @@ def operators_of_pte(pte: Path, out_yaml: Path) -> dict[str, Any]:
     return read_selection(out_yaml)
 
 
+def merge_selections(ptes: list[Path], out_yaml: Path) -> dict[str, Any]:
+    """One selection for several programs in one firmware: the union of their operators and
+    kernel keys (torchgen's combine_selective_builders, the selector ExecuTorch's codegen reads), written
+    to ``out_yaml`` for ``generate``; each program's own list is kept beside it."""
+    from torchgen.selective_build.selector import (  # type: ignore[import-untyped]  # (torch)
+        SelectiveBuilder,
+        combine_selective_builders,
+    )
+
+    merged: SelectiveBuilder | None = None
+    out_yaml.parent.mkdir(parents=True, exist_ok=True)
+    for i, pte in enumerate(ptes):
+        one = operators_of_pte(pte, out_yaml.with_name(f"{out_yaml.stem}.{i}{out_yaml.suffix}"))
+        builder = SelectiveBuilder.from_yaml_dict(one)
+        merged = builder if merged is None else combine_selective_builders(merged, builder)
+    if merged is None:
+        raise SelectiveBuildError("no program to select kernels for; pass at least one .pte")
+    out_yaml.write_text(yaml.safe_dump(merged.to_dict(), default_flow_style=False), encoding="utf-8")
+    return read_selection(out_yaml)
+
+
 def _functions_yaml(selected: set[str], kernels: KernelSources, out: Path) -> None:
     """Portable schemas plus the selected quantized ones, in one functions.yaml.
 

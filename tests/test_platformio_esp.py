@@ -638,3 +638,66 @@ def test_arduino_libraries_compile_as_handed(core_with_base: Path, tmp_path: Pat
     for word in ("Compiling", "Archiving", "Generating the ExecuTorch schema headers",
                  "registered for the firmware", "executorch: lowering"):
         assert word not in again.output, again.output[-3000:]
+
+
+@pytest.mark.slow
+def test_two_models_hand_over_both_and_one_registration(core_with_base: Path, plain_pte: Path,
+                                                        tmp_path: Path) -> None:
+    """Several models on ESP boards: each model's generated files reach the base builder
+    (Arduino: include paths and objects; ESP-IDF: one component each plus espnn_models), the
+    kernel step registers the union of their CPU operators once, and the RAM check is the
+    models' together."""
+    import subprocess
+    import sys
+
+    tanh_pte = tmp_path / "tanh.pte"
+    subprocess.run([sys.executable, "-c", PLAIN_PTE_SCRIPT.replace("torch.relu", "torch.tanh"),
+                    str(tanh_pte)], check=True, timeout=300, capture_output=True)
+    proj = h.write_project(tmp_path / "p", f"""
+        [env]
+        platform = {h.platform_spec()}
+        custom_executorch_model =
+            first = plain.pte
+            second = tanh.pte
+        custom_executorch_shared_arena = yes
+
+        [env:esp32dev]
+        board = esp32dev
+        framework = arduino
+
+        [env:esp32-s3-devkitc-1]
+        board = esp32-s3-devkitc-1
+        framework = espidf
+        """, {"src/main.cpp": "int placeholder;\n"})
+    shutil.copy(plain_pte, proj / "plain.pte")
+    shutil.copy(tanh_pte, proj / "tanh.pte")
+
+    r = h.pio(core_with_base, proj, "run", "-e", "esp32dev", timeout=600).check()
+    build = proj / ".pio" / "build" / "esp32dev"
+    rec = json.loads((build / "handoff.json").read_text())
+    models = build / "executorch" / "models"
+    for name in ("first", "second"):
+        gen = models / name / f"espnn_model_{name}"
+        assert str(gen) in rec["cpppath"] and (gen / f"model_{name}_pte.h").is_file()
+        assert str(models / name / f"model_{name}_pte_data.o") in rec["buildfiles"]
+    assert str(models.parent / "espnn_models") in rec["cpppath"]
+    union = ["aten::addmm.out", "aten::permute_copy.out", "aten::relu.out", "aten::tanh.out"]
+    reg = (build / "executorch" / "kernels" / "RegisterCodegenUnboxedKernels.cpp").read_text()
+    assert sorted(re.findall(r'Kernel\(\s*"([^"]+)"', reg)) == union
+    assert f"executorch: {len(union)} CPU operator(s) registered for the firmware" in r.output
+    runtime = _library(rec, "libexecutorch_runtime.a")
+    registry = str(Path(rec["sources"]["ESPNN_ET_SOURCE_DIR"]) / "runtime/kernel/operator_registry.cpp")
+    assert f"MAX_KERNEL_NUM={len(union)}" in runtime["source_defines"][registry]
+    assert re.search(r"^  RAM: .* needed by all models, fits in 320\.0 KiB internal RAM", r.output, re.M)
+
+    h.pio(core_with_base, proj, "run", "-e", "esp32-s3-devkitc-1", timeout=600).check()
+    build = proj / ".pio" / "build" / "esp32-s3-devkitc-1"
+    rec = json.loads((build / "handoff.json").read_text())
+    dirs = rec["cmake_extra_args"].split("-DEXTRA_COMPONENT_DIRS:PATH=")[1].split('"')[0].split(";")
+    models = build / "executorch" / "models"
+    assert dirs[-3:] == [str(models / "first" / "espnn_model_first"),
+                         str(models / "second" / "espnn_model_second"), str(models.parent / "espnn_models")]
+    cmake = (models / "second" / "espnn_model_second" / "CMakeLists.txt").read_text()
+    assert 'SRCS "model_second_pte_data.S"' in cmake
+    lines = _fake_idf_registration(models.parent / "espnn_models", tmp_path / "models.txt")
+    assert any(ln.startswith("INCLUDE_DIRS=") for ln in lines), lines

@@ -363,3 +363,31 @@ def test_person_detection_idf_on_host(core: Path, tmp_path: Path) -> None:
         gray = np.rint((mod.scene(has_person).numpy() + np.float32(1.0)) * np.float32(127.5))
         x = torch.from_numpy(gray.astype(np.float32) / np.float32(127.5) - np.float32(1.0))
         check_scores(printed, built, ref, x, verdict)
+
+
+@pytest.mark.slow
+def test_two_models_classify_one_after_the_other_in_one_shared_arena(core: Path, tmp_path: Path) -> None:
+    """examples/two_models: hello_world's trend model and a loudness model in one firmware,
+    sharing one delegate arena; each prints the class its model file expects for the input, and
+    its scores are those of its own .pte on ExecuTorch's Python runtime."""
+    from executorch_espnn import host
+
+    built = build_and_run(core, "two_models", tmp_path / "ws")
+    trend = _load(h.example_dir("hello_world") / "model" / "mlp.py")
+    level = _load(h.example_dir("two_models") / "model" / "level.py")
+    models = built.out / "models"
+    infos = {n: json.loads((models / n / "model_info.json").read_text()) for n in ("trend", "level")}
+    arenas = [infos[n]["sizes"]["arena_bytes"] for n in ("trend", "level")]
+    assert f"  shared arena {max(arenas)} B instead of {sum(arenas)} B, saves {min(arenas)} B" in built.stdout
+    assert f"shared arena: {max(arenas)} bytes for both models" in built.stdout
+    found = re.findall(r"^(.+): trend (\w+) \(scores((?: \S+)+)\), level (\w+) \(scores((?: \S+)+)\)$",
+                       built.stdout, re.M)
+    assert [f[0] for f in found] == [t[0] for t in level.TEST_INPUTS], built.stdout
+    assert [f[1] for f in found] == list(trend.EXPECTED)
+    assert [f[3] for f in found] == list(level.EXPECTED)
+    for k, (_, _, trend_scores, _, level_scores) in enumerate(found):
+        for name, mod, printed in (("trend", trend, trend_scores), ("level", level, level_scores)):
+            pte = (models / name / "model.pte").read_bytes()
+            want = np.asarray(host.run(pte, [mod.test_input(k)])[0], dtype=np.float32).reshape(-1)
+            lsb = float(infos[name]["pte"]["outputs"][0]["scale"])
+            np.testing.assert_allclose(_floats(printed), want, atol=lsb + 1e-4)

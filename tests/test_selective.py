@@ -211,3 +211,34 @@ def test_corrupt_program_is_an_error_not_a_crash(ptes: dict[str, Path], tmp_path
     broken.write_text("operators: [unclosed\n")
     with pytest.raises(SelectiveBuildError, match="is not valid YAML"):
         selective.generate(broken, tmp_path / "gen")
+
+
+@pytest.mark.slow  # runs ExecuTorch's codegen on the module's programs
+def test_several_programs_get_one_registration_of_their_union(
+    ptes: dict[str, Path], tmp_path: Path
+) -> None:
+    """Several models in one firmware: ONE registration, the union of every program's CPU
+    operators (each read independently from its flatbuffer), each kernel once; the kernel
+    driver's count (the runtime's MAX_KERNEL_NUM) is the merged one."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "builder"))
+    try:
+        from espnn_pio import kernel_driver  # type: ignore[import-not-found]
+    finally:
+        sys.path.pop(0)
+    from executorch_espnn.runtime_sources import default_list_file
+
+    chosen = [ptes["float"], ptes["quant"], ptes["delegated"]]
+    union = set().union(*(cpu_operators(p) for p in chosen))
+    assert len(union) < sum(len(cpu_operators(p)) for p in chosen)  # add/relu are shared
+    info = kernel_driver.write(chosen, default_list_file(), tmp_path / "k")
+    assert set(info["operators"]) == union  # type: ignore[arg-type]
+    assert info["registered_kernels"] == len(union)
+    reg = tmp_path / "k" / selective.REGISTRATION
+    found = re.findall(r'Kernel\(\s*"([^"]+)"', reg.read_text())
+    assert sorted(found) == sorted(union)  # each kernel once
+    files = [tmp_path / "k" / n for n in selective.OUTPUTS]
+    obj = compile_registration(files, tmp_path)
+    assert undefined_kernels(obj) == {"add_out", "relu_out", "mul_out", "quantize_per_tensor_out",
+                                      "dequantize_per_tensor_out", "cumsum_out"}

@@ -36,6 +36,7 @@ ARDUINO_SRC_FILTER = [
     "+<runtime/espnn_selftest.cpp>",
     "+<runtime/espnn_model_partition.cpp>",
     "+<runtime/espnn_model_image.c>",
+    "+<runtime/espnn_shared_arena.cpp>",
     "+<memory/espnn_mem_core.c>",
     "+<memory/espnn_mem_idf.c>",
     "+<engine/src/*.c>",
@@ -142,7 +143,9 @@ def add_idf_components(env: Any) -> list[str]:
     if env.get("ESPNN_KERNELS") is not None:  # a model: the runtime from the pinned tree
         dirs.append(str(idf_runtime_folder(env)))
     model_dir = env.get("ESPNN_MODEL_DIR")
-    if model_dir:
+    if env.get("ESPNN_MODEL_GEN_DIRS"):  # each model's component (several: espnn_models too)
+        dirs += [str(d) for d in env["ESPNN_MODEL_GEN_DIRS"]]
+    elif model_dir:
         dirs.append(str(Path(model_dir) / GENERATED_SUBDIR))
     board = env.BoardConfig()
     extra = str(board.get("build.cmake_extra_args", "")).strip()

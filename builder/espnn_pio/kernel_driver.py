@@ -1,7 +1,7 @@
 """The kernel step's subprocess: the CPU kernels a firmware with ExecuTorch's runtime from sources
 needs for one model.
 
-Run by the builder (kernel_step) as `$PYTHONEXE kernel_driver.py --pte model.pte --list
+Run by the builder (kernel_step) as `$PYTHONEXE kernel_driver.py --pte model.pte [--pte ...] --list
 <espnn_component>/cmake/executorch_runtime.cmake --out $BUILD_DIR/executorch/kernels`, so that
 ExecuTorch's codegen runs in a child process.  Writes only into --out:
 
@@ -35,11 +35,19 @@ CMAKE_NAME = "kernels.cmake"
 EXIT_FAILED = 2
 
 
-def write(pte: Path, list_file: Path, out: Path) -> dict[str, object]:
-    """Generate everything of the module doc into `out`; returns what kernels.json holds."""
+def write(ptes: Path | list[Path], list_file: Path, out: Path) -> dict[str, object]:
+    """Generate everything of the module doc into `out`; returns what kernels.json holds.
+    Several programs (several models in one firmware) get ONE registration: the union of
+    their CPU operators, so MAX_KERNEL_NUM is the merged count."""
     from executorch_espnn import rendering, runtime_sources, selective
 
-    files = selective.generate(pte, out)
+    ptes = ptes if isinstance(ptes, list) else [ptes]
+    if len(ptes) == 1:
+        files = selective.generate(ptes[0], out)
+    else:
+        merged = out / "merged_operators.yaml"
+        selective.merge_selections(ptes, merged)
+        files = selective.generate(merged, out)
     operators = selective.selected_operators(files[0])
     registered = len(selective.registered_kernels(files[1]))
     lists = runtime_sources.load(list_file)
@@ -56,7 +64,8 @@ def write(pte: Path, list_file: Path, out: Path) -> dict[str, object]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--pte", type=Path, required=True)
+    p.add_argument("--pte", type=Path, action="append", required=True,
+                   help="a model's .pte (repeat for several models in one firmware)")
     p.add_argument("--list", type=Path, required=True, help="executorch_runtime.cmake")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--package-root", type=Path, help="a checkout whose executorch_espnn to use")

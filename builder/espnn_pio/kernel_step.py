@@ -58,15 +58,17 @@ def _package_dir(platform_dir: Path) -> Path | None:
     return Path(spec.origin).parent if spec is not None and spec.origin else None
 
 
-def cache_key(pte: Path, list_file: Path, platform_dir: Path) -> dict[str, Any]:
+def cache_key(pte: Path | list[Path], list_file: Path, platform_dir: Path) -> dict[str, Any]:
     sha = model_step._sha256_file
+    ptes = pte if isinstance(pte, list) else [pte]
     pkg = _package_dir(platform_dir)
     from executorch_espnn.rendering import templates_dir  # after setup() chose the package
 
     templates = templates_dir()
     codegen = templates / "executorch_codegen"
     return {
-        "pte": sha(pte),
+        # one model keeps its key's form; several: each .pte, in the options' order
+        **({"pte": sha(ptes[0])} if len(ptes) == 1 else {"ptes": [sha(p) for p in ptes]}),
         "list": sha(list_file),
         "driver": sha(Path(kernel_driver.__file__)),
         "template": sha(templates / kernel_driver.CMAKE_TEMPLATE),
@@ -84,12 +86,14 @@ def _load(out: Path) -> Kernels:
                    tuple(data["kernel_sources"]))
 
 
-def run(model_out: Path, list_file: Path, python: str, platform_dir: Path) -> tuple[Kernels, bool]:
+def run(model_out: Path, list_file: Path, python: str, platform_dir: Path,
+        ptes: list[Path] | None = None) -> tuple[Kernels, bool]:
     """The model's kernels (model_out: $BUILD_DIR/executorch), regenerated only when the key
-    changed; (kernels, whether it ran).  Raises KernelStepError with one line."""
+    changed; (kernels, whether it ran).  `ptes`: several models' programs, registered together
+    (default: model_out/model.pte).  Raises KernelStepError with one line."""
     out = model_out / SUBDIR
-    pte = model_out / "model.pte"
-    key = cache_key(pte, list_file, platform_dir)
+    ptes = ptes or [model_out / "model.pte"]
+    key = cache_key(ptes, list_file, platform_dir)
     stamp = out / STAMP
     try:
         if json.loads(stamp.read_text(encoding="utf8")) == key:
@@ -98,8 +102,8 @@ def run(model_out: Path, list_file: Path, python: str, platform_dir: Path) -> tu
         pass
     out.mkdir(parents=True, exist_ok=True)
     stamp.unlink(missing_ok=True)
-    cmd = [python, str(Path(kernel_driver.__file__)), "--pte", str(pte), "--list", str(list_file),
-           "--out", str(out)]
+    cmd = [python, str(Path(kernel_driver.__file__)), *(a for p in ptes for a in ("--pte", str(p))),
+           "--list", str(list_file), "--out", str(out)]
     if checkout.package_dir(platform_dir) is not None:
         cmd += ["--package-root", str(platform_dir)]
     proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace",

@@ -268,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--selftest", type=int, default=0)
     p.add_argument("--io", default="float")
     p.add_argument("--model-option", default="custom_executorch_model")
+    p.add_argument("--name", default="", help="a named model's generated files (several models)")
     p.add_argument("--package-root", type=Path, help="a checkout whose executorch_espnn to use")
     p.add_argument("--storage", choices=("embedded", "partition"), default="embedded")
     p.add_argument("--partition-size", type=int, default=0, help="bytes; 0: the image + headroom")
@@ -292,9 +293,10 @@ def main(argv: list[str] | None = None) -> int:
         info = describe(out)
         selftest = load_selftest(out) if args.kind != "pte" else None
         info["selftest"] = render.selftest_summary(selftest)
+        info["name"] = args.name
         if args.storage == "partition":
             info["storage"] = write_image(out, info, args.target, args.partition_size)
-        render.write_all(info, out, selftest)
+        render.write_all(info, out, selftest, args.name)
     except StepFailure as exc:
         sys.stderr.write(f"Error: {exc}\n")
         return EXIT_FAILED

@@ -40,6 +40,7 @@ class StepError(Exception):
 @dataclass(frozen=True)
 class StepPaths:
     out: Path
+    name: str = ""  # a named model (several in one firmware): its own files and symbols
 
     @property
     def pte(self) -> Path:
@@ -55,15 +56,15 @@ class StepPaths:
 
     @property
     def gen(self) -> Path:
-        return self.out / render.GENERATED_SUBDIR
+        return self.out / render.generated_subdir(self.name)
 
     @property
     def header(self) -> Path:
-        return self.gen / "model_pte.h"
+        return self.gen / render.named("model_pte.h", self.name)
 
     @property
     def source(self) -> Path:
-        return self.gen / "model_pte_data.S"
+        return self.gen / render.named("model_pte_data.S", self.name)
 
     @property
     def image(self) -> Path:
@@ -73,8 +74,19 @@ class StepPaths:
     def outputs(self, storage: StorageOptions | None = None) -> list[Path]:
         if storage is not None and storage.is_partition:
             return [self.pte, self.info, self.image,
-                    *(self.gen / n for n in render.OUTPUTS if n not in render.EMBEDDED_ONLY)]
-        return [self.pte, self.info, *(self.gen / n for n in render.OUTPUTS)]
+                    *(self.gen / render.named(n, self.name) for n in render.OUTPUTS if n not in render.EMBEDDED_ONLY)]
+        return [self.pte, self.info, *(self.gen / render.named(n, self.name) for n in render.OUTPUTS)]
+
+
+MODELS_SUBDIR = "models"  # $BUILD_DIR/executorch/models/<name>/: each of several models
+
+
+def paths_for(executorch_out: Path, opts: ModelOptions) -> StepPaths:
+    """Where a model's step writes: $BUILD_DIR/executorch itself for the one unnamed model (as
+    always), $BUILD_DIR/executorch/models/<name> for each of several; each has its own cache."""
+    if not opts.name:
+        return StepPaths(executorch_out)
+    return StepPaths(executorch_out / MODELS_SUBDIR / opts.name, opts.name)
 
 
 def _sha256_file(path: Path) -> str:
@@ -185,6 +197,8 @@ def run(opts: ModelOptions, paths: StepPaths, python: str, platform_dir: Path,
         "--target", opts.target,
         "--model-option", MODEL,
     ]
+    if opts.name:
+        cmd += ["--name", opts.name]
     if checkout_package_dir(platform_dir) is not None:
         cmd += ["--package-root", str(platform_dir)]  # a checkout: lower with this very package
     if opts.strict:

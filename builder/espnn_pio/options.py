@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 PREFIX = "custom_executorch_"
@@ -37,8 +37,14 @@ RUNTIME_CHOICES = ("source", "wheel")
 STORAGE = PREFIX + "storage"
 STORAGE_CHOICES = ("embedded", "partition")
 PARTITION_SIZE = PREFIX + "partition_size"  # the model partition's size (default: image + 25 %)
-KNOWN = (MODEL, CALIBRATION, STRICT, TARGET, SELFTEST, VALIDATION, IO, RUNTIME, *SOURCE_OPTIONS,
-         STORAGE, PARTITION_SIZE)
+# Several models (`name = path` lines in custom_executorch_model) that never run at the same time
+# may share one delegate arena (EspnnSharedArena, ESPNN_SHARED_ARENA_BYTES).
+SHARED_ARENA = PREFIX + "shared_arena"
+KNOWN = (MODEL, CALIBRATION, STRICT, TARGET, SELFTEST, VALIDATION, IO, RUNTIME, SHARED_ARENA,
+         *SOURCE_OPTIONS, STORAGE, PARTITION_SIZE)
+# Options that take one value per model with several models (`name = value` lines); the others
+# (strict, target, io) apply to every model.  A plain selftest number applies to every model.
+PER_MODEL = (CALIBRATION, VALIDATION, SELFTEST)
 
 MODEL_SUFFIXES = (".py", ".pt2", ".pte")
 # The chips ESP-NN serves, each a target of the lowering (executorch_espnn's Target: its scratch
@@ -66,11 +72,15 @@ class ModelOptions:
     selftest: int = 0  # samples embedded for EspnnModel::self_test()
     validation: Path | None = None  # absolute
     io: str = "float"  # one of IO_CHOICES
+    name: str = ""  # "" for the one unnamed model (model_pte.h), else model_<name>_pte.h
 
     def cache_fields(self) -> dict[str, str]:
         """The option values that change the lowering's output (paths are hashed as content)."""
-        return {"kind": self.kind, "strict": str(self.strict), "target": self.target,
-                "selftest": str(self.selftest), "io": self.io}
+        fields = {"kind": self.kind, "strict": str(self.strict), "target": self.target,
+                  "selftest": str(self.selftest), "io": self.io}
+        if self.name:  # the generated symbols carry it
+            fields["name"] = self.name
+        return fields
 
 
 def _parse_bool(name: str, raw: str) -> bool:
@@ -122,21 +132,146 @@ def parse(
     """Read the options through `get(name)`; None when the env names no model.
 
     `all_names` are every option name of the env, to catch misspelt custom_executorch_*.
+    One model only: an env with several (`name = path` lines) is read with parse_models.
     """
+    models = parse_models(get, all_names, project_dir, board_mcu)
+    if len(models) > 1:
+        raise OptionError(f"{MODEL}: {len(models)} models where one was expected")
+    return models[0] if models else None
+
+
+def parse_models(
+    get: Callable[[str], str | None],
+    all_names: list[str],
+    project_dir: Path,
+    board_mcu: str,
+) -> list[ModelOptions]:
+    """Every model of the env ([] when it names none): one unnamed model (`model = path`, the
+    generated model_pte.h) or several named ones (one `name = path` per line)."""
     for name in all_names:
         if name.startswith(PREFIX) and name not in KNOWN:
             raise OptionError(
                 f"{name}: unknown option; the executorch options are {', '.join(KNOWN)}"
             )
     raw_model = (get(MODEL) or "").strip()
-    others = [n for n in (CALIBRATION, STRICT, TARGET, SELFTEST, VALIDATION, IO) if (get(n) or "").strip()]
+    others = [n for n in (CALIBRATION, STRICT, TARGET, SELFTEST, VALIDATION, IO, SHARED_ARENA)
+              if (get(n) or "").strip()]
     if not raw_model:
         if others:
             raise OptionError(
                 f"{others[0]} is set but {MODEL} is not; add `{MODEL} = path/to/model.py`"
             )
-        return None
+        return []
+    entries = model_entries(raw_model)
+    if len(entries) == 1 and (get(SHARED_ARENA) or "").strip():
+        raise OptionError(
+            f"{SHARED_ARENA}: one model has nothing to share its arena with; remove "
+            f"{SHARED_ARENA} or name several models (`{MODEL} =` one `name = path` per line)"
+        )
+    if len(entries) == 1 and not entries[0][0]:
+        return [_parse_one(get, entries[0][1], project_dir, board_mcu)]
+    shared_arena(get)  # a wrong yes/no stops here, before any lowering
+    names = [n for n, _ in entries]
+    per_model = {opt: _per_model_values(opt, get(opt) or "", names) for opt in PER_MODEL}
+    models = []
+    for name, raw_path in entries:
+        def get_one(option: str, name: str = name) -> str | None:
+            if option in PER_MODEL:
+                return per_model[option].get(name)
+            return get(option)
 
+        models.append(replace(_parse_one(get_one, raw_path, project_dir, board_mcu), name=name))
+    return models
+
+
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def model_entries(raw: str) -> list[tuple[str, str]]:
+    """custom_executorch_model's value: [("", path)] for one unnamed model, else [(name, path)]
+    for `name = path` lines.  Names are C identifiers (they name the generated header and its
+    symbols), unique even ignoring case (ESPNN_MODEL_<NAME>_* macros)."""
+    lines = [ln.strip() for ln in raw.splitlines() if ln.strip()]
+    named = [ln for ln in lines if "=" in ln]
+    if not named:
+        if len(lines) > 1:
+            raise OptionError(
+                f"{MODEL}: {len(lines)} models without names; give one `name = path` per line, "
+                f"e.g. `{MODEL} =` then `  kws = {lines[0]}` on the next lines"
+            )
+        return [("", lines[0])]
+    if len(named) != len(lines):
+        plain = next(ln for ln in lines if "=" not in ln)
+        raise OptionError(
+            f"{MODEL}: `{plain}` has no name while other models have one; write it as "
+            f"`name = {plain}` (every model of several needs a name)"
+        )
+    entries: list[tuple[str, str]] = []
+    seen: dict[str, str] = {}
+    for ln in lines:
+        name, _, path = (part.strip() for part in ln.partition("="))
+        if not _NAME_RE.fullmatch(name):
+            raise OptionError(
+                f"{MODEL}: model name `{name}` is not a C identifier; use letters, digits and "
+                "_ (not starting with a digit), e.g. `kws = model/kws.py`"
+            )
+        if name.lower() in seen:
+            raise OptionError(
+                f"{MODEL}: model name `{name}` is used twice (as `{seen[name.lower()]}`; names must "
+                "differ even ignoring case); give each model its own name"
+            )
+        if not path:
+            raise OptionError(f"{MODEL}: model `{name}` has no path; write `{name} = path/to/model.py`")
+        seen[name.lower()] = name
+        entries.append((name, path))
+    return entries
+
+
+def _per_model_values(option: str, raw: str, names: list[str]) -> dict[str, str]:
+    """name -> value of a per-model option with several models: `name = value` lines; a plain
+    selftest number applies to every model; a plain path is ambiguous."""
+    lines = [ln.strip() for ln in raw.splitlines() if ln.strip()]
+    if not lines:
+        return {}
+    named = [ln for ln in lines if "=" in ln]
+    if not named:
+        if option == SELFTEST and len(lines) == 1:
+            return dict.fromkeys(names, lines[0])
+        example = f"{names[0]} = {lines[0]}"
+        raise OptionError(
+            f"{option} = {' '.join(lines)}: with several models, say which model it is for: one "
+            f"`name = value` per line, e.g. `{option} =` then `  {example}`"
+        )
+    if len(named) != len(lines):
+        plain = next(ln for ln in lines if "=" not in ln)
+        raise OptionError(
+            f"{option}: `{plain}` names no model; write `name = {plain}` with one of {', '.join(names)}"
+        )
+    values: dict[str, str] = {}
+    for ln in lines:
+        name, _, value = (part.strip() for part in ln.partition("="))
+        if name not in names:
+            raise OptionError(
+                f"{option}: `{name}` is not a model of {MODEL} (its models: {', '.join(names)}); "
+                "use one of those names"
+            )
+        if name in values:
+            raise OptionError(f"{option}: model `{name}` is given twice; keep one `{name} = ...` line")
+        values[name] = value
+    return values
+
+
+def shared_arena(get: Callable[[str], str | None]) -> bool:
+    """custom_executorch_shared_arena (parse_models checked it goes with several models)."""
+    return _parse_bool(SHARED_ARENA, get(SHARED_ARENA) or "no")
+
+
+def _parse_one(
+    get: Callable[[str], str | None],
+    raw_model: str,
+    project_dir: Path,
+    board_mcu: str,
+) -> ModelOptions:
     model = _resolve_file(project_dir, MODEL, raw_model)
     if model.suffix not in MODEL_SUFFIXES:
         raise OptionError(
@@ -303,8 +438,8 @@ def parse_size(name: str, raw: str) -> int:
     return value
 
 
-def storage_choice(get: Callable[[str], str | None], selftest: int = 0) -> StorageOptions:
-    """custom_executorch_storage: "embedded" (the default) or "partition"."""
+def storage_choice(get: Callable[[str], str | None], selftest: int = 0, n_models: int = 1) -> StorageOptions:
+    """custom_executorch_storage: "embedded" (the default) or "partition" (one model only)."""
     raw = (get(STORAGE) or "").strip().lower()
     raw_size = (get(PARTITION_SIZE) or "").strip()
     if not raw:
@@ -320,6 +455,11 @@ def storage_choice(get: Callable[[str], str | None], selftest: int = 0) -> Stora
             raise OptionError(f"{PARTITION_SIZE} is set but {STORAGE} is not partition; add "
                               f"`{STORAGE} = partition` or remove {PARTITION_SIZE}")
         return StorageOptions()
+    if n_models > 1:
+        raise OptionError(
+            f"{STORAGE} = partition: the model partition holds one model and {MODEL} names "
+            f"{n_models}; use `{STORAGE} = embedded` for several models, or one model per firmware"
+        )
     if selftest:
         raise OptionError(
             f"{SELFTEST} = {selftest}: the self-test's expected outputs belong to one model, and "
@@ -333,3 +473,6 @@ def storage_choice(get: Callable[[str], str | None], selftest: int = 0) -> Stora
             raise OptionError(f"{PARTITION_SIZE} = {raw_size}: a partition is a whole number of "
                               "4 KiB flash sectors; give a multiple of 4K, e.g. 512K")
     return StorageOptions("partition", size)
+def parse_env_models(options: Mapping[str, str], project_dir: Path, board_mcu: str) -> list[ModelOptions]:
+    """parse_models with the options as a plain mapping (tests and tools)."""
+    return parse_models(options.get, list(options), project_dir, board_mcu)

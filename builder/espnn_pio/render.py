@@ -7,6 +7,7 @@ which is both the template context and what the builder prints and checks later.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +108,35 @@ def _asm_path(p: Path) -> str:
 
 GENERATED_SUBDIR = "espnn_model"  # also the ESP-IDF component name of the generated files
 
+# A named model (several in one firmware) gets the very files of one unnamed model with every
+# model symbol carrying its name, so two headers can be included in one file: model_pte ->
+# model_<name>_pte, espnn_model_* -> espnn_model_<name>_*, ESPNN_MODEL_* -> ESPNN_MODEL_<NAME>_*,
+# and the file names the same way (model_<name>_pte.h, component espnn_model_<name>).  One pass
+# over the rendered text, so the templates stay those of one model and whatever they add later
+# follows the naming without a second copy.
+_MODEL_SYMBOL = re.compile(r"(?<![A-Za-z0-9_])(?:model_pte|ESPNN_MODEL)(?![A-Za-z0-9])"
+                           r"|(?<![A-Za-z0-9])espnn_model(?![A-Za-z0-9])")
+
+
+def named(text: str, name: str) -> str:
+    """`text` (a generated file or its name) with the model symbols of model `name`; unchanged
+    for the unnamed model ("")."""
+    if not name:
+        return text
+
+    def one(m: re.Match[str]) -> str:
+        sym = m.group(0)
+        if sym == "model_pte":
+            return f"model_{name}_pte"
+        return f"{sym}_{name.upper()}" if sym == "ESPNN_MODEL" else f"{sym}_{name}"
+
+    return _MODEL_SYMBOL.sub(one, text)
+
+
+def generated_subdir(name: str = "") -> str:
+    """The folder (and ESP-IDF component) of a model's generated files."""
+    return named(GENERATED_SUBDIR, name)
+
 
 def selftest_summary(selftest: dict[str, Any] | None) -> dict[str, Any]:
     """What model_info.json says about the embedded self-test (the values stay in the header)."""
@@ -117,9 +147,11 @@ def selftest_summary(selftest: dict[str, Any] | None) -> dict[str, Any]:
     return {"cases": int(selftest["n_cases"]), "source": str(selftest["source"]), "bytes": nbytes}
 
 
-def write_all(info: dict[str, Any], out: Path, selftest: dict[str, Any] | None = None) -> list[Path]:
+def write_all(info: dict[str, Any], out: Path, selftest: dict[str, Any] | None = None,
+              name: str = "") -> list[Path]:
     """Render into out/espnn_model/ (the .pte stays at out/model.pte).  ``selftest``: the
-    context of the embedded self-test table (``SelfTest.to_context()``), None for none."""
+    context of the embedded self-test table (``SelfTest.to_context()``), None for none.
+    ``name``: a named model's files and symbols (`named`), in out/espnn_model_<name>/."""
     from executorch_espnn import rendering
 
     env = rendering.environment()
@@ -128,13 +160,13 @@ def write_all(info: dict[str, Any], out: Path, selftest: dict[str, Any] | None =
     ctx["selftest"] = selftest if selftest and selftest.get("n_cases") else None
     ctx["storage"] = info.get("storage")  # None: embedded; else render_partition's fields
     written = []
-    gen = out / GENERATED_SUBDIR
+    gen = out / generated_subdir(name)
     gen.mkdir(parents=True, exist_ok=True)
-    for name, template in OUTPUTS.items():
-        path = gen / name
-        if ctx["storage"] and name in EMBEDDED_ONLY:
+    for output, template in OUTPUTS.items():
+        path = gen / named(output, name)
+        if ctx["storage"] and output in EMBEDDED_ONLY:
             path.unlink(missing_ok=True)  # a stale .incbin of an earlier embedded build
             continue
-        rendering.write_if_changed(path, env.get_template(template).render(**ctx))
+        rendering.write_if_changed(path, named(env.get_template(template).render(**ctx), name))
         written.append(path)
     return written

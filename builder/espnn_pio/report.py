@@ -121,3 +121,63 @@ def fit_problem(budget: RamBudget) -> tuple[str, bool] | None:
             True,
         )
     return (msg + "; it will need PSRAM at run time (placement policy: " + budget.policy + ")", False)
+
+
+# --- several models in one firmware (custom_executorch_model with `name = path` lines) --------
+
+ARENA_ALIGN = 16  # ESPNN_ARENA_ALIGN: each delegate's arena starts aligned in a shared arena
+
+
+def shared_arena_need(info: dict[str, Any]) -> int:
+    """Bytes of a shared arena that hold one model's delegate arenas: their sum, plus the
+    alignment padding between consecutive delegates (EspnnModel carves them in order)."""
+    arena = int(info["sizes"]["arena_bytes"])
+    gaps = max(0, int(info["ops"].get("partitions") or 0) - 1)
+    return arena + (ARENA_ALIGN - 1) * gaps if arena else 0
+
+
+def shared_arena_bytes(infos: list[dict[str, Any]]) -> int:
+    """ESPNN_SHARED_ARENA_BYTES: the largest model's need (models never run at once)."""
+    return max((shared_arena_need(i) for i in infos), default=0)
+
+
+def models_ram_needed(infos: list[dict[str, Any]], shared: bool) -> int:
+    """RAM of every model together, the shared arena counted once."""
+    total = sum(ram_needed(i) for i in infos)
+    if shared:
+        total += shared_arena_bytes(infos) - sum(int(i["sizes"]["arena_bytes"]) for i in infos)
+    return total
+
+
+def models_summary_lines(
+    models: list[tuple[str, dict[str, Any], bool]], budget: RamBudget | None, shared: bool
+) -> list[str]:
+    """The summary of several models: each model's own section (summary_lines, for the models
+    lowered in this build; `models`: (name, info, ran)), then the firmware's total."""
+    lines: list[str] = []
+    for name, info, ran in models:
+        if not ran:
+            continue
+        own = None if budget is None else RamBudget(ram_needed(info), budget.available, budget.source,
+                                                     budget.policy)
+        section = summary_lines(info, own)
+        section[0] = section[0].replace("ExecuTorch model:", f"ExecuTorch model {name}:", 1)
+        lines += section
+    infos = [info for _, info, _ in models]
+    total = models_ram_needed(infos, shared)
+    lines.append(f"ExecuTorch models: {len(models)} ({', '.join(n for n, _, _ in models)}), "
+                 f"{_kib(total)} of RAM together")
+    arenas = sum(int(i["sizes"]["arena_bytes"]) for i in infos)
+    if shared:
+        one = shared_arena_bytes(infos)
+        lines.append(f"  shared arena {one} B instead of {arenas} B, saves {arenas - one} B "
+                     "(custom_executorch_shared_arena: the models never run at the same time)")
+    else:
+        lines.append(f"  arenas: {arenas} B, one per model (custom_executorch_shared_arena = yes "
+                     f"would need {shared_arena_bytes(infos)} B when they never run at once)")
+    if budget is not None and budget.available:
+        verdict = "fits" if budget.fits else "does NOT fit"
+        lines.append(f"  RAM: {_kib(budget.needed)} needed by all models, {verdict} in "
+                     f"{_kib(budget.available)} internal RAM ({budget.source}; placement policy: "
+                     f"{budget.policy})")
+    return lines

@@ -50,21 +50,29 @@ def read_runtime(env: Any) -> str:
                                   env.PioPlatform().is_host_env())
 
 
-def read_options(env: Any) -> options.ModelOptions | None:
+def _option_getter(env: Any) -> Any:
     config = env.GetProjectConfig()
     section = "env:" + env["PIOENV"]
-    mcu = str(env.BoardConfig().get("build.mcu", "")) if "BOARD" in env else ""
 
     def get(name: str) -> str | None:
         value = config.get(section, name, None)
-        if isinstance(value, list):
-            value = " ".join(str(v) for v in value)
+        if isinstance(value, list):  # a multi-line value: one model (name = path) per line
+            value = "\n".join(str(v) for v in value)
         return None if value is None else str(value)
 
-    return options.parse(get, list(config.options(section)), Path(env.subst("$PROJECT_DIR")), mcu)
+    return get
 
 
-def read_storage(env: Any, opts: options.ModelOptions | None) -> options.StorageOptions:
+def read_models(env: Any) -> list[options.ModelOptions]:
+    """Every model of the env: [] for none, one unnamed, or several named ones."""
+    config = env.GetProjectConfig()
+    section = "env:" + env["PIOENV"]
+    mcu = str(env.BoardConfig().get("build.mcu", "")) if "BOARD" in env else ""
+    return options.parse_models(_option_getter(env), list(config.options(section)),
+                                Path(env.subst("$PROJECT_DIR")), mcu)
+
+
+def read_storage(env: Any, models: list[options.ModelOptions]) -> options.StorageOptions:
     """custom_executorch_storage / custom_executorch_partition_size (options.storage_choice)."""
     section = "env:" + env["PIOENV"]
     config = env.GetProjectConfig()
@@ -73,7 +81,7 @@ def read_storage(env: Any, opts: options.ModelOptions | None) -> options.Storage
         value = config.get(section, name, None)
         return None if value is None else str(value)
 
-    return options.storage_choice(get, opts.selftest if opts is not None else 0)
+    return options.storage_choice(get, max((m.selftest for m in models), default=0), len(models))
 
 
 def _setup_partition(env: Any, info: dict[str, Any], image: Path, is_host: bool) -> bool:
@@ -102,9 +110,10 @@ def setup(env: Any) -> None:
     platform_dir = Path(platform.get_dir())
     checkout.use_checkout_package(platform_dir)  # a checkout: its executorch_espnn, not another
     try:
-        opts = read_options(env)
+        models = read_models(env)
+        shared = options.shared_arena(_option_getter(env))
         runtime = read_runtime(env)
-        storage = read_storage(env, opts)
+        storage = read_storage(env, models)
     except options.OptionError as exc:
         _fail(env, str(exc))
         return
@@ -126,7 +135,7 @@ def setup(env: Any) -> None:
                    f"embeds its model in the app ({options.STORAGE} = embedded): set "
                    f"`{options.STORAGE} = partition` or upload the app with `pio run -t upload`")
         return
-    if opts is None:
+    if not models:
         return
     if targets and targets <= _NO_MODEL_TARGETS and not is_espidf_esp:
         return
@@ -142,64 +151,106 @@ def setup(env: Any) -> None:
         _fail(env, str(exc))
         return
 
-    paths = model_step.StepPaths(Path(env.subst("$BUILD_DIR")) / model_step.OUT_SUBDIR)
-    try:
-        ran = model_step.run(opts, paths, env.subst("$PYTHONEXE"), platform_dir, storage)
-        info = model_step.load_info(paths)
-    except model_step.StepError as exc:
-        _fail(env, str(exc))
-        return
+    step_out = Path(env.subst("$BUILD_DIR")) / model_step.OUT_SUBDIR
+    built: list[tuple[options.ModelOptions, model_step.StepPaths, dict[str, Any], bool]] = []
+    for opts in models:  # each model its own lowering, cache and generated files
+        paths = model_step.paths_for(step_out, opts)
+        try:
+            ran = model_step.run(opts, paths, env.subst("$PYTHONEXE"), platform_dir, storage)
+            info = model_step.load_info(paths)
+        except model_step.StepError as exc:
+            _fail(env, str(exc))
+            return
+        built.append((opts, paths, info, ran))
+    infos = [info for _, _, info, _ in built]
+    any_ran = any(ran for *_, ran in built)
 
     try:
-        budget = _ram_budget(env, platform, info, kconf)
+        budget = _ram_budget(env, platform, infos, kconf, shared)
     except kconfig_glue.KconfigGlueError as exc:
         _fail(env, str(exc))
         return
-    if ran:
-        for line in report.summary_lines(info, budget):
+    for opts, paths, _, ran in built:
+        if not ran:
+            what = f"{opts.name} ({opts.model.name})" if opts.name else opts.model.name
+            print(f"ExecuTorch model: {what} is up to date ({paths.pte})")
+    if any_ran and len(built) == 1:
+        for line in report.summary_lines(infos[0], budget):
             print(line)
-    else:
-        print(f"ExecuTorch model: {opts.model.name} is up to date ({paths.pte})")
+    elif any_ran:
+        for line in report.models_summary_lines([(o.name, i, r) for o, _, i, r in built], budget, shared):
+            print(line)
     problem = report.fit_problem(budget) if budget is not None else None
     if problem is not None:
         message, is_error = problem
         if is_error:
             _fail(env, message)
             return
-        if ran:
+        if any_ran:
             print(f"Warning: {message}")
 
     if runtime == "source":
         try:
             kernels, _ = kernel_step.run(
-                paths.out, runtime_build.list_file(platform_dir / "espnn_component"),
-                env.subst("$PYTHONEXE"), platform_dir)
+                step_out, runtime_build.list_file(platform_dir / "espnn_component"),
+                env.subst("$PYTHONEXE"), platform_dir, [paths.pte for _, paths, _, _ in built])
         except kernel_step.KernelStepError as exc:
             _fail(env, str(exc))
             return
         env["ESPNN_KERNELS"] = kernels
 
-    if storage.is_partition and not _setup_partition(env, info, paths.image, platform.is_host_env()):
+    first = built[0][1]
+    if storage.is_partition and not _setup_partition(env, infos[0], first.image, platform.is_host_env()):
         return
 
-    env["ESPNN_MODEL_DIR"] = str(paths.out)
-    env["ESPNN_MODEL_GEN_DIR"] = str(paths.gen)
-    env["ESPNN_MODEL_INFO"] = info
-    if not is_espidf_esp and storage.is_partition:
-        env.Append(CPPPATH=[str(paths.gen)])  # the header only: the model is in its partition
-    elif not is_espidf_esp:
-        # Host and Arduino: compile the generated descriptor + bytes with the program.  The
-        # .incbin'd .pte is invisible to SCons's scanner, hence the explicit dependency.
-        env.Append(CPPPATH=[str(paths.gen)])
-        obj = env.Object(
-            str(Path(env.subst("$BUILD_DIR")) / model_step.OUT_SUBDIR / "model_pte_data.o"),
-            str(paths.source),
-        )
-        env.Depends(obj, str(paths.pte))
-        env.Append(PIOBUILDFILES=obj)
+    env["ESPNN_MODEL_DIR"] = str(first.out)
+    env["ESPNN_MODEL_GEN_DIR"] = str(first.gen)
+    env["ESPNN_MODEL_INFO"] = infos[0]
+    gen_dirs = [str(paths.gen) for _, paths, _, _ in built]
+    if len(built) > 1:
+        gen_dirs.append(str(_write_models_header(step_out, built, shared)))
+    env["ESPNN_MODEL_GEN_DIRS"] = gen_dirs
+    if not is_espidf_esp:
+        # Host and Arduino: compile the generated descriptor + bytes with the program (with a
+        # partition, the header only: the model is in its partition).  The .incbin'd .pte is
+        # invisible to SCons's scanner, hence the explicit dependency.
+        env.Append(CPPPATH=gen_dirs)
+        for _, paths, _, _ in built if not storage.is_partition else []:
+            obj = env.Object(str(paths.out / paths.source.with_suffix(".o").name), str(paths.source))
+            env.Depends(obj, str(paths.pte))
+            env.Append(PIOBUILDFILES=obj)
 
 
-def _ram_budget(env: Any, platform: Any, info: dict[str, Any], kconf: Any) -> report.RamBudget | None:
+# $BUILD_DIR/executorch/espnn_models/: espnn_models.h (beside models/, so no model name collides)
+MODELS_GEN = "espnn_models"
+
+
+def _write_models_header(
+    step_out: Path,
+    built: list[tuple[options.ModelOptions, model_step.StepPaths, dict[str, Any], bool]],
+    shared: bool,
+) -> Path:
+    """espnn_models.h (every model's header, ESPNN_SHARED_ARENA_BYTES) and its ESP-IDF
+    component file, in their own folder."""
+    from executorch_espnn import rendering
+
+    infos = [info for _, _, info, _ in built]
+    ctx = {
+        "models": [{"name": o.name, "arena_bytes": int(i["sizes"]["arena_bytes"])} for o, _, i, _ in built],
+        "shared": shared,
+        "shared_bytes": report.shared_arena_bytes(infos),
+        "arenas_sum": sum(int(i["sizes"]["arena_bytes"]) for i in infos),
+    }
+    folder = step_out / MODELS_GEN
+    folder.mkdir(parents=True, exist_ok=True)
+    rendering.write_if_changed(folder / "espnn_models.h", rendering.render("espnn_models.h.j2", **ctx))
+    rendering.write_if_changed(folder / "CMakeLists.txt",
+                               rendering.render("espnn_models_component.cmake.j2", **ctx))
+    return folder
+
+
+def _ram_budget(env: Any, platform: Any, infos: list[dict[str, Any]], kconf: Any,
+                shared: bool = False) -> report.RamBudget | None:
     if platform.is_host_env():
         return None
     board = env.BoardConfig()
@@ -210,4 +261,4 @@ def _ram_budget(env: Any, platform: Any, info: dict[str, Any], kconf: Any) -> re
         available, source = cap, "CONFIG_ESPNN_ET_INTERNAL_RAM_CAP"
     else:
         available, source = ram, f"board {board.id}: upload.maximum_ram_size"
-    return report.RamBudget(report.ram_needed(info), available, source, policy)
+    return report.RamBudget(report.models_ram_needed(infos, shared), available, source, policy)

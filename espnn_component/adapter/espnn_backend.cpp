@@ -19,6 +19,7 @@
 #include <executorch/runtime/core/evalue.h>
 #include <executorch/runtime/core/exec_aten/exec_aten.h>
 
+#include "espnn_arena_lease.h"
 #include "espnn_compat.h"
 #include "espnn_engine.h"
 #include "espnn_et_config.h"
@@ -50,6 +51,7 @@ constexpr size_t kMsgSize = 256;
 struct Block {
     void *ptr = nullptr;
     size_t bytes = 0;
+    bool borrowed = false; /* part of an EspnnSharedArena (espnn_arena_lease.h): not ours to free */
 #if defined(ESPNN_ET_USE_MEMORY_POLICY)
     espnn_mem_block_t policy{};
 #endif
@@ -115,6 +117,7 @@ class DelegateMemory {
 #endif
         block->ptr = nullptr;
         block->bytes = 0;
+        block->borrowed = false;
     }
 
   private:
@@ -130,6 +133,31 @@ constexpr int kUseState = 3;
 constexpr int kUseArena = 0;
 constexpr int kUseWeights = 2;
 #endif
+
+/* The delegate's arena: from the EspnnSharedArena its EspnnModel lends for this load (keyed by
+ * the Method's runtime allocator, espnn_arena_lease.h), else its own. */
+bool allocate_arena(et::BackendInitContext &context, DelegateMemory &memory, size_t bytes, Block *out) {
+    void *ptr = nullptr;
+    size_t used = 0;
+    size_t capacity = 0;
+    switch (arena_lease_take(context.get_runtime_allocator(), bytes, ESPNN_ARENA_ALIGN, &ptr, &used, &capacity)) {
+    case LeaseTake::kTaken:
+        out->ptr = ptr;
+        out->bytes = bytes;
+        out->borrowed = true;
+        return true;
+    case LeaseTake::kTooSmall:
+        report_error("init: the shared arena of %lu bytes cannot hold this delegate's arena of %lu bytes after the "
+                     "%lu bytes of the model's earlier delegates; size the EspnnSharedArena with "
+                     "ESPNN_SHARED_ARENA_BYTES of the build's espnn_models.h",
+                     static_cast<unsigned long>(capacity), static_cast<unsigned long>(bytes),
+                     static_cast<unsigned long>(used));
+        return false;
+    case LeaseTake::kNoLease:
+        break;
+    }
+    return memory.allocate(kUseArena, bytes, ESPNN_ARENA_ALIGN, "arena", out);
+}
 
 bool policy_copies_weights() {
 #if defined(ESPNN_ET_USE_MEMORY_POLICY)
@@ -305,7 +333,7 @@ LiveMemory live_of(const Delegate &d) {
     m.delegates = 1;
     m.handle_bytes = d.self.bytes;
     m.state_bytes = d.state.bytes;
-    m.arena_bytes = d.arena.bytes;
+    m.arena_bytes = d.arena.borrowed ? 0 : d.arena.bytes; /* a shared arena is its owner's */
     m.weights_bytes = d.weights.bytes;
     return m;
 }
@@ -378,7 +406,7 @@ class EspNNDelegateBackend final : public et::BackendInterface {
         const bool misaligned = (const_addr % ESPNN_CONST_ALIGN) != 0;
         const bool copy_weights = (policy_copies_weights() || misaligned) && info.const_bytes > 0;
         bool ok = memory.allocate(kUseState, info.state_bytes, 8, "state", &d->state) &&
-                  memory.allocate(kUseArena, info.arena_bytes, ESPNN_ARENA_ALIGN, "arena", &d->arena);
+                  allocate_arena(context, memory, info.arena_bytes, &d->arena);
         if (ok && copy_weights) {
             /* a policy that keeps weights in place refuses WEIGHTS blocks: an alignment copy
              * then counts as delegate state */

@@ -21,7 +21,7 @@ namespace espnn_et {
 
 namespace {
 
-constexpr int kLockCount = 2;
+constexpr int kLockCount = 3;
 
 struct Locks {
     StaticSemaphore_t storage[kLockCount];
@@ -51,7 +51,7 @@ void lock_release(LockId id) { xSemaphoreGive(locks().handle[static_cast<int>(id
 
 namespace {
 
-constexpr int kLockCount = 2;
+constexpr int kLockCount = 3;
 
 std::mutex &mutex_for(LockId id) {
     static std::mutex mutexes[kLockCount];

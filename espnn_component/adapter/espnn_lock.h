@@ -6,13 +6,14 @@
  *   kExecute  held around binding I/O and espnn_invoke(): ESP-NN's scratch pointers are
  *             globals, so two delegates may never run at once (ESPNN_ET_SERIALIZE).
  *   kStatus   held around the last-error text and the live-memory counters.
+ *   kLease    held around the arena leases (espnn_arena_lease.h) and EspnnSharedArena's claim.
  */
 #ifndef ESPNN_LOCK_H
 #define ESPNN_LOCK_H
 
 namespace espnn_et {
 
-enum class LockId { kExecute = 0, kStatus = 1 };
+enum class LockId { kExecute = 0, kStatus = 1, kLease = 2 };
 
 void lock_acquire(LockId id);
 void lock_release(LockId id);

@@ -4,6 +4,7 @@
 # ESPNN_MODEL_SOURCES to the memory-policy one, and emulated/ reads both for its 32-bit builds.
 set(_espnn_adapter_root ${CMAKE_CURRENT_LIST_DIR}/..)
 set(ESPNN_ADAPTER_SOURCES
+  ${_espnn_adapter_root}/adapter/espnn_arena_lease.cpp
   ${_espnn_adapter_root}/adapter/espnn_backend.cpp
   ${_espnn_adapter_root}/adapter/espnn_compat.cpp
   ${_espnn_adapter_root}/adapter/espnn_lock.cpp
@@ -11,4 +12,5 @@ set(ESPNN_ADAPTER_SOURCES
 set(ESPNN_MODEL_SOURCES ${_espnn_adapter_root}/runtime/espnn_model.cpp
                         ${_espnn_adapter_root}/runtime/espnn_selftest.cpp
                         ${_espnn_adapter_root}/runtime/espnn_model_partition.cpp
-                        ${_espnn_adapter_root}/runtime/espnn_model_image.c)
+                        ${_espnn_adapter_root}/runtime/espnn_model_image.c
+                        ${_espnn_adapter_root}/runtime/espnn_shared_arena.cpp)

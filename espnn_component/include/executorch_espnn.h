@@ -59,6 +59,49 @@ EXECUTORCH_ESPNN_API void executorch_espnn_get_memory_stats(executorch_espnn_mem
 }
 
 /*
+ * One delegate arena shared by several EspnnModels that never run at the same time (several
+ * models in one firmware, custom_executorch_shared_arena = yes): each model's delegates use it
+ * during invoke() instead of an arena of their own, so the firmware holds the largest arena
+ * once instead of every model's.  Only the delegate arena is shared: it is scratch that lives
+ * inside one run; each model keeps its ExecuTorch planned buffers (they hold its inputs and
+ * outputs between calls).
+ *
+ *   #include "espnn_models.h"                  // generated: ESPNN_SHARED_ARENA_BYTES
+ *   static EspnnSharedArena arena(ESPNN_SHARED_ARENA_BYTES);
+ *   EspnnModel kws(model_kws_pte, arena), vision(model_vision_pte, arena);
+ *
+ * Allocated through the memory policy (as an arena) at the first begin() of a model using it,
+ * released by the destructor: it must outlive its models.  A model whose arena exceeds size()
+ * fails begin(); invoke() claims the arena for its run, so a model invoked while another holds
+ * it fails with error() saying so, never touching the other's bytes.
+ */
+class EXECUTORCH_ESPNN_API EspnnSharedArena {
+  public:
+    explicit EspnnSharedArena(size_t bytes);
+    ~EspnnSharedArena();
+    EspnnSharedArena(const EspnnSharedArena &) = delete;
+    EspnnSharedArena &operator=(const EspnnSharedArena &) = delete;
+
+    size_t size() const { return bytes_; }
+    /* The arena, allocated on first use; nullptr with a message in msg when memory is short. */
+    uint8_t *data(char *msg, size_t msg_size);
+    /* Claims the arena for `user` (what invoke() does around each run); false when another user
+     * holds it.  An application may claim it itself, e.g. to use the bytes as its own scratch
+     * between the models' runs. */
+    bool acquire(const void *user);
+    void release(const void *user);
+    /* Who holds the arena now (nullptr when nobody). */
+    const void *holder() const;
+
+  private:
+    size_t bytes_;
+    void *block_ptr_ = nullptr; /* the espnn_mem_block_t, kept as its fields */
+    size_t block_bytes_ = 0;
+    int block_kind_ = 0;
+    const void *holder_ = nullptr;
+};
+
+/*
  * One embedded program, its pools sized exactly from the generated description and
  * allocated through the memory policy (espnn_mem.h) in begin().  Not thread-safe: one task
  * uses one EspnnModel; several EspnnModels may run in parallel tasks (delegate execution is
@@ -67,6 +110,9 @@ EXECUTORCH_ESPNN_API void executorch_espnn_get_memory_stats(executorch_espnn_mem
 class EXECUTORCH_ESPNN_API EspnnModel {
   public:
     explicit EspnnModel(const espnn_pte_desc_t &desc);
+    /* The same, its delegates using `arena` (shared with other models that never run at the
+     * same time) instead of an arena of their own. */
+    EspnnModel(const espnn_pte_desc_t &desc, EspnnSharedArena &arena);
     ~EspnnModel();
     EspnnModel(const EspnnModel &) = delete;
     EspnnModel &operator=(const EspnnModel &) = delete;
@@ -136,6 +182,7 @@ class EXECUTORCH_ESPNN_API EspnnModel {
         ;
 
     const espnn_pte_desc_t &desc_;
+    EspnnSharedArena *shared_ = nullptr;
     Impl *impl_ = nullptr;
     uint32_t latency_us_ = 0;
     char error_[320];

@@ -22,6 +22,7 @@
 #include <executorch/runtime/platform/platform.h>
 #include <executorch/runtime/platform/runtime.h>
 
+#include "espnn_arena_lease.h"
 #include "espnn_compat.h"
 #include "espnn_format.h"
 #include "espnn_mem.h"
@@ -158,6 +159,10 @@ struct EspnnModel::Impl {
 
 EspnnModel::EspnnModel(const espnn_pte_desc_t &desc) : desc_(desc) { error_[0] = '\0'; }
 
+EspnnModel::EspnnModel(const espnn_pte_desc_t &desc, EspnnSharedArena &arena) : desc_(desc), shared_(&arena) {
+    error_[0] = '\0';
+}
+
 EspnnModel::~EspnnModel() { end(); }
 
 void EspnnModel::fail(const char *fmt, ...) {
@@ -293,6 +298,18 @@ bool EspnnModel::begin() {
     if ((d.n_inputs > 0 && d.inputs == nullptr) || (d.n_outputs > 0 && d.outputs == nullptr)) {
         fail("model header lists %u inputs and %u outputs without their descriptions",
              static_cast<unsigned>(d.n_inputs), static_cast<unsigned>(d.n_outputs));
+        return false;
+    }
+
+    if (shared_ != nullptr && d.arena_bytes > shared_->size()) {
+        fail("the model's delegate arena of %u bytes exceeds the shared arena of %lu bytes: size the "
+             "EspnnSharedArena with ESPNN_SHARED_ARENA_BYTES of the build's espnn_models.h (the largest "
+             "model's arena)",
+             static_cast<unsigned>(d.arena_bytes), static_cast<unsigned long>(shared_->size()));
+        return false;
+    }
+    if (shared_ != nullptr && d.arena_bytes > 0 && shared_->data(msg, sizeof msg) == nullptr) {
+        fail("%s", msg);
         return false;
     }
 
@@ -461,7 +478,22 @@ bool EspnnModel::load(char *msg, size_t msg_size) {
     impl->memory.emplace(&*impl->method_allocator, &*impl->planned, &*impl->temp_allocator);
 
     executorch_espnn_clear_last_error();
+    /* A shared arena: lent to the delegates of this load (keyed by our method allocator, the
+     * runtime allocator ExecuTorch hands their init), carved in their order. */
+    const void *lease_key = static_cast<et::MemoryAllocator *>(&*impl->method_allocator);
+    if (shared_ != nullptr && d.arena_bytes > 0) {
+        uint8_t *arena = shared_->data(msg, msg_size);
+        if (arena == nullptr) {
+            return false;
+        }
+        if (!espnn_et::arena_lease_open(lease_key, arena, shared_->size())) {
+            snprintf(msg, msg_size, "loading method '%.40s': too many models are loading with a shared arena "
+                     "at the same time; call begin() of the models one after the other", method_name);
+            return false;
+        }
+    }
     auto method = impl->program->load_method(method_name, &*impl->memory);
+    espnn_et::arena_lease_close(lease_key);
     if (!method.ok()) {
         if (method.error() == et::Error::MemoryAllocationFailed && impl->method_allocator->failed_request() > 0) {
             snprintf(msg, msg_size,
@@ -597,8 +629,17 @@ bool EspnnModel::invoke() {
                        slot.scale, slot.zero_point);
         }
     }
+    if (shared_ != nullptr && !shared_->acquire(this)) {
+        fail("invoke: the shared arena is in use by another model's invoke() (or the application): models "
+             "sharing an EspnnSharedArena must never run at the same time; run them one after the other or "
+             "give each its own arena");
+        return false;
+    }
     executorch_espnn_clear_last_error();
     const et::Error err = impl_->method->execute();
+    if (shared_ != nullptr) {
+        shared_->release(this);
+    }
     if (err != et::Error::Ok) {
         describe_failure(error_, sizeof error_, "invoke", err);
         return false;
