@@ -178,3 +178,9 @@ def test_storage_options_and_messages() -> None:
         choice(partition_size="512K")
     with pytest.raises(o.OptionError, match=r"custom_executorch_selftest = 4: .* remove"):
         o.storage_choice(lambda n: "partition" if n == o.STORAGE else None, selftest=4)
+    # the partition holds one model: several (custom_executorch_model's name = path lines) are refused
+    with pytest.raises(o.OptionError) as e:
+        o.storage_choice(lambda n: "partition" if n == o.STORAGE else None, n_models=2)
+    msg = str(e.value)
+    assert msg.startswith("custom_executorch_storage = partition: the model partition holds one model") \
+        and "names 2" in msg and "custom_executorch_storage = embedded" in msg and "\n" not in msg
