@@ -35,18 +35,7 @@ static int64_t transposed_out(uint32_t size, uint32_t k, int32_t stride, int32_t
 static espnn_status_t prep_tensors(espnn_prep_t *p, espnn_tview_t *x, espnn_tview_t *o,
                                    espnn_tview_t *f)
 {
-    espnn_prep_tensor(p, 0, x);
-    espnn_prep_tensor(p, p->n_inputs, o);
-    espnn_status_t st = espnn_prep_dtype(p, x, ESPNN_DTYPE_INT8, "input");
-    if (st == ESPNN_OK) {
-        st = espnn_prep_rank(p, x, 4, "input");
-    }
-    if (st == ESPNN_OK) {
-        st = espnn_prep_dtype(p, o, ESPNN_DTYPE_INT8, "output");
-    }
-    if (st == ESPNN_OK) {
-        st = espnn_prep_rank(p, o, 4, "output");
-    }
+    espnn_status_t st = espnn_prep_int8_rank4_io(p, p->n_inputs, x, o);
     if (st == ESPNN_OK) {
         st = espnn_prep_const(p, 1, f, "filter");
     }

@@ -19,18 +19,7 @@ static int64_t conv_out(uint32_t size, int32_t pad_a, int32_t pad_b, uint32_t k,
 espnn_status_t espnn_prep_conv(espnn_prep_t *p, bool depthwise, espnn_conv_geom_t *g)
 {
     espnn_tview_t x, o, f;
-    espnn_prep_tensor(p, 0, &x);
-    espnn_prep_tensor(p, p->n_inputs, &o);
-    espnn_status_t st = espnn_prep_dtype(p, &x, ESPNN_DTYPE_INT8, "input");
-    if (st == ESPNN_OK) {
-        st = espnn_prep_rank(p, &x, 4, "input");
-    }
-    if (st == ESPNN_OK) {
-        st = espnn_prep_dtype(p, &o, ESPNN_DTYPE_INT8, "output");
-    }
-    if (st == ESPNN_OK) {
-        st = espnn_prep_rank(p, &o, 4, "output");
-    }
+    espnn_status_t st = espnn_prep_int8_rank4_io(p, p->n_inputs, &x, &o);
     if (st == ESPNN_OK) {
         st = espnn_prep_const(p, 1, &f, "filter");
     }

@@ -151,8 +151,9 @@ espnn_status_t espnn_prep_dtype(espnn_prep_t *p, const espnn_tview_t *t, uint8_t
                                 const char *field);
 espnn_status_t espnn_prep_rank(espnn_prep_t *p, const espnn_tview_t *t, uint8_t want,
                                const char *field);
-/* The prologue of the 4-D int8 ops (pooling, upsampling, spatial mean): reads input slot 0 into
- * *x and output slot `out_slot` into *o, then checks int8 and rank 4 on each, input first. */
+/* The prologue of the 4-D int8 ops (convolutions, pooling, upsampling, spatial mean): reads
+ * input slot 0 into *x and output slot `out_slot` into *o, then checks int8 and rank 4 on
+ * each, input first. */
 espnn_status_t espnn_prep_int8_rank4_io(espnn_prep_t *p, uint32_t out_slot, espnn_tview_t *x,
                                         espnn_tview_t *o);
 /* storage must be constant */
