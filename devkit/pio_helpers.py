@@ -81,6 +81,32 @@ def pio(core: Path, project: Path, *args: str, timeout: int = 600,
     return PioResult(list(args), proc.returncode, proc.stdout, proc.stderr)
 
 
+_PLAIN_PTE_SCRIPT = """
+import sys, torch
+from executorch.exir import to_edge
+
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 3)
+    def forward(self, x):
+        return {act}(self.fc(x))
+
+torch.manual_seed(0)
+ep = torch.export.export(M().eval(), (torch.randn(1, 4),))
+open(sys.argv[1], "wb").write(to_edge(ep).to_executorch().buffer)
+"""
+
+
+def write_plain_pte(path: Path, act: str = "torch.relu") -> Path:
+    """A ready .pte with no delegate (Linear(4, 3) then ``act``), made by ExecuTorch itself in a
+    child process (its export leaves threads and caches behind): what the model step embeds as
+    a user's own .pte."""
+    subprocess.run([sys.executable, "-c", _PLAIN_PTE_SCRIPT.format(act=act), str(path)], check=True,
+                   timeout=300, capture_output=True)
+    return path
+
+
 def example_dir(name: str) -> Path:
     return ROOT / "examples" / name
 

@@ -198,21 +198,6 @@ def test_host_uploadmodel_runs_a_new_model_without_relinking(host_core: Path, tm
 
 # ---- ESP boards, against the stand-in espressif32 ------------------------------------------
 
-PLAIN_PTE_SCRIPT = """
-import sys, torch
-from executorch.exir import to_edge
-
-class M(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = torch.nn.Linear(4, 3)
-    def forward(self, x):
-        return torch.relu(self.fc(x))
-
-torch.manual_seed(0)
-ep = torch.export.export(M().eval(), (torch.randn(1, 4),))
-open(sys.argv[1], "wb").write(to_edge(ep).to_executorch().buffer)
-"""
 
 
 @pytest.fixture(scope="module")
@@ -228,11 +213,9 @@ def esp_core(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def esp_project(esp_core: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One project, two envs: ESP32-S3 with ESP-IDF (its default single-app table), ESP32 with
     Arduino (a project table: Arduino's default fills the 4 MB flash)."""
-    import sys
 
     root = tmp_path_factory.mktemp("esp_proj")
-    subprocess.run([sys.executable, "-c", PLAIN_PTE_SCRIPT, str(root / "plain.pte")], check=True,
-                   timeout=300, capture_output=True)
+    h.write_plain_pte(root / "plain.pte")
     return h.write_project(root, f"""
         [env]
         platform = {h.platform_spec()}

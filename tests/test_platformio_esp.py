@@ -29,32 +29,12 @@ from devkit import pio_helpers as h
 from devkit import source_helpers as sh
 from executorch_espnn import runtime_sources as rs
 
-PLAIN_PTE_SCRIPT = """
-import sys, torch
-from executorch.exir import to_edge
-
-class M(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = torch.nn.Linear(4, 3)
-    def forward(self, x):
-        return torch.relu(self.fc(x))
-
-torch.manual_seed(0)
-ep = torch.export.export(M().eval(), (torch.randn(1, 4),))
-open(sys.argv[1], "wb").write(to_edge(ep).to_executorch().buffer)
-"""
-
 
 @pytest.fixture(scope="module")
 def plain_pte(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A ready .pte (no delegate) made with ExecuTorch itself: the model step embeds it."""
-    import subprocess
-    import sys
-
     out = tmp_path_factory.mktemp("pte") / "plain.pte"
-    subprocess.run([sys.executable, "-c", PLAIN_PTE_SCRIPT, str(out)], check=True, timeout=300,
-                   capture_output=True)
+    h.write_plain_pte(out)
     return out
 
 
@@ -647,12 +627,8 @@ def test_two_models_hand_over_both_and_one_registration(core_with_base: Path, pl
     (Arduino: include paths and objects; ESP-IDF: one component each plus espnn_models), the
     kernel step registers the union of their CPU operators once, and the RAM check is the
     models' together."""
-    import subprocess
-    import sys
-
     tanh_pte = tmp_path / "tanh.pte"
-    subprocess.run([sys.executable, "-c", PLAIN_PTE_SCRIPT.replace("torch.relu", "torch.tanh"),
-                    str(tanh_pte)], check=True, timeout=300, capture_output=True)
+    h.write_plain_pte(tanh_pte, "torch.tanh")
     proj = h.write_project(tmp_path / "p", f"""
         [env]
         platform = {h.platform_spec()}
