@@ -51,6 +51,9 @@ TEMPLATES = EMU / "templates"
 ESP_NN_ENV = "ESPNN_ESP_NN_DIR"  # as tests/test_engine.py reads it
 EXAMPLES = tuple(sorted((ROOT / "examples").glob("*/model/*.py")))
 ZOO_MODELS = ("island_net", "cumsum_net")  # CPU islands between two delegates
+# lowered with io="int8": int8 program input and output, the delegate reading/writing the
+# program's own storage (the keyword spotter's input is read in place)
+INT8_IO_MODELS = {"ds_cnn_int8io": "ds_cnn_kws"}
 REGISTER_SYMBOL = "executorch_espnn_register_kernels"
 
 
@@ -129,9 +132,28 @@ def zoo_model(name: str, n_cases: int = 3) -> StackModel:
                       tuple(tuple(_numpy(x) for x in b) for b in batches))
 
 
+def int8_io_model(name: str, n_cases: int = 3) -> StackModel:
+    """A zoo model lowered with int8 program I/O; its cases are the float test inputs quantized
+    with the program input's own scale and zero point (what a sketch writes to input<int8_t>())."""
+    import executorch_espnn as ee
+    from devkit.zoo import ZOO
+
+    z = ZOO[INT8_IO_MODELS[name]]
+    batches = [z.example_inputs(), *z.test_inputs(n_cases - 1)]
+    low = ee.lower(z.model(), z.example_inputs(), calibration=z.calibration_data(8), target="esp32s3", io="int8")
+
+    def q(x: Any, i: int) -> np.ndarray:
+        t = low.inputs[i]
+        assert t.dtype == "int8" and t.scale is not None and t.zero_point is not None
+        v = np.rint(_numpy(x).astype(np.float64) / t.scale) + t.zero_point
+        return np.clip(v, -128, 127).astype(np.int8)
+
+    return StackModel(name, bytes(low.pte), tuple(tuple(q(x, i) for i, x in enumerate(b)) for b in batches))
+
+
 def model_names() -> list[str]:
-    """Each example's model, then the zoo's CPU-island models."""
-    return [*(p.stem for p in EXAMPLES), *ZOO_MODELS]
+    """Each example's model, then the zoo's CPU-island models, then the int8-I/O ones."""
+    return [*(p.stem for p in EXAMPLES), *ZOO_MODELS, *INT8_IO_MODELS]
 
 
 def load_model(name: str) -> StackModel:
@@ -140,6 +162,8 @@ def load_model(name: str) -> StackModel:
             return example_model(p)
     if name in ZOO_MODELS:
         return zoo_model(name)
+    if name in INT8_IO_MODELS:
+        return int8_io_model(name)
     raise ValueError(f"unknown model {name!r}; choose from {', '.join(model_names())}")
 
 
