@@ -298,6 +298,7 @@ bool EspnnModel::begin() {
     if ((d.n_inputs > 0 && d.inputs == nullptr) || (d.n_outputs > 0 && d.outputs == nullptr)) {
         fail("model header lists %u inputs and %u outputs without their descriptions",
              static_cast<unsigned>(d.n_inputs), static_cast<unsigned>(d.n_outputs));
+        espnn_partition::close(&mapping);
         return false;
     }
 
@@ -306,10 +307,12 @@ bool EspnnModel::begin() {
              "EspnnSharedArena with ESPNN_SHARED_ARENA_BYTES of the build's espnn_models.h (the largest "
              "model's arena)",
              static_cast<unsigned>(d.arena_bytes), static_cast<unsigned long>(shared_->size()));
+        espnn_partition::close(&mapping);
         return false;
     }
     if (shared_ != nullptr && d.arena_bytes > 0 && shared_->data(msg, sizeof msg) == nullptr) {
         fail("%s", msg);
+        espnn_partition::close(&mapping);
         return false;
     }
 
