@@ -15,7 +15,7 @@ COMPONENT = ROOT / "espnn_component"
 # builder modules SCons imports (the others run only in the model step's child process)
 SCONS_SIDE = ("scons_steps", "options", "kconfig_glue", "model_step", "render", "report",
               "esp_frameworks", "host_build", "host_source", "checkout", "source_step", "sources",
-              "esp_nn_sources", "kernel_step", "runtime_build")
+              "esp_nn_sources", "kernel_step", "runtime_build", "partition_step")
 HEAVY = ("torch", "executorch", "numpy", "kconfiglib", "jinja2", "executorch_espnn")
 LOWERING = ("quantizer", "graph", "layout", "planner", "payload_builder", "ops", "units", "partitioner",
             "backend", "lowering")
