@@ -107,6 +107,42 @@ def write_plain_pte(path: Path, act: str = "torch.relu") -> Path:
     return path
 
 
+_MLP_MODEL = """
+import torch
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear({n_in}, 16)
+        self.fc2 = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+def model():
+    torch.manual_seed({seed})
+    return Net().eval()
+
+
+def example_inputs():
+    return (torch.randn(1, {n_in}),)
+
+
+def calibration_data():
+    g = torch.Generator().manual_seed(1)
+    return [(torch.randn(1, {n_in}, generator=g),) for _ in range(8)]
+"""
+
+
+def mlp_model_source(seed: int, n_in: int = 8) -> str:
+    """A model file (model(), example_inputs(), calibration_data()) of a two-layer MLP with
+    ``n_in`` inputs and 4 outputs, its weights from ``seed``: another seed is a retrained model
+    with the same I/O, another ``n_in`` a model of other I/O."""
+    return _MLP_MODEL.format(seed=seed, n_in=n_in)
+
+
 def example_dir(name: str) -> Path:
     return ROOT / "examples" / name
 

@@ -20,34 +20,6 @@ import pytest
 from devkit import pio_helpers as h
 from executorch_espnn import model_image as mi
 
-MODEL = """
-import torch
-
-
-class Net(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = torch.nn.Linear({n_in}, 16)
-        self.fc2 = torch.nn.Linear(16, 4)
-
-    def forward(self, x):
-        return self.fc2(torch.relu(self.fc1(x)))
-
-
-def model():
-    torch.manual_seed({seed})
-    return Net().eval()
-
-
-def example_inputs():
-    return (torch.randn(1, {n_in}),)
-
-
-def calibration_data():
-    g = torch.Generator().manual_seed(1)
-    return [(torch.randn(1, {n_in}, generator=g),) for _ in range(8)]
-"""
-
 SKETCH = """
 #include <Arduino.h>
 #include <executorch_espnn.h>
@@ -112,7 +84,7 @@ def test_storage_option_errors_are_one_line(host_core: Path, tmp_path: Path) -> 
         framework = arduino
         custom_executorch_model = model.py
         """
-    files = {"src/main.cpp": "void setup() {}\nvoid loop() {}\n", "model.py": MODEL.format(seed=0, n_in=8)}
+    files = {"src/main.cpp": "void setup() {}\nvoid loop() {}\n", "model.py": h.mlp_model_source(0)}
     proj = h.write_project(tmp_path / "a", ini + "custom_executorch_storage = flash\n", files)
     r = h.pio(host_core, proj, "run", "-e", "host", timeout=300)
     assert r.returncode != 0 and r.error_lines() == [
@@ -135,7 +107,7 @@ def test_host_uploadmodel_runs_a_new_model_without_relinking(host_core: Path, tm
         framework = arduino
         custom_executorch_model = model.py
         custom_executorch_storage = partition
-        """, {"src/main.cpp": SKETCH, "model.py": MODEL.format(seed=0, n_in=8)})
+        """, {"src/main.cpp": SKETCH, "model.py": h.mlp_model_source(0)})
     build = proj / ".pio" / "build" / "host"
     out = build / "executorch"
     program = build / "program"
@@ -160,7 +132,7 @@ def test_host_uploadmodel_runs_a_new_model_without_relinking(host_core: Path, tm
     linked = (program.read_bytes(), program.stat().st_mtime_ns)
 
     # model B: same I/O, other weights -> only the partition changes
-    (proj / "model.py").write_text(MODEL.format(seed=1, n_in=8))
+    (proj / "model.py").write_text(h.mlp_model_source(1))
     r = h.pio(host_core, proj, "run", "-e", "host", "-t", "uploadmodel", timeout=900).check()
     assert "lowering model.py" in r.output
     pte_b = (out / "model.pte").read_bytes()
@@ -174,7 +146,7 @@ def test_host_uploadmodel_runs_a_new_model_without_relinking(host_core: Path, tm
     assert not np.array_equal(y_a, y_b)
 
     # a model of another I/O signature: the unchanged program refuses it, naming both
-    (proj / "model.py").write_text(MODEL.format(seed=1, n_in=6))
+    (proj / "model.py").write_text(h.mlp_model_source(1, n_in=6))
     h.pio(host_core, proj, "run", "-e", "host", "-t", "uploadmodel", timeout=900).check()
     run = subprocess.run([str(program)], capture_output=True, text=True, timeout=120)
     line = next(ln for ln in run.stdout.splitlines() if ln.startswith("begin failed"))

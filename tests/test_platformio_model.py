@@ -17,34 +17,6 @@ import pytest
 
 from devkit import pio_helpers as h
 
-MODEL = """
-import torch
-
-
-class Net(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = torch.nn.Linear(8, 16)
-        self.fc2 = torch.nn.Linear(16, 4)
-
-    def forward(self, x):
-        return self.fc2(torch.relu(self.fc1(x)))
-
-
-def model():
-    torch.manual_seed({seed})
-    return Net().eval()
-
-
-def example_inputs():
-    return (torch.randn(1, 8),)
-
-
-def calibration_data():
-    g = torch.Generator().manual_seed(1)
-    return [(torch.randn(1, 8, generator=g),) for _ in range(8)]
-"""
-
 BROKEN = """
 import torch
 
@@ -84,7 +56,7 @@ def _project(root: Path, model_text: str, extra: str = "") -> Path:
 
 @pytest.mark.slow
 def test_lowering_is_cached_and_reruns_on_change(core: Path, tmp_path: Path) -> None:
-    proj = _project(tmp_path / "p", MODEL.format(seed=0))
+    proj = _project(tmp_path / "p", h.mlp_model_source(0))
     out = proj / ".pio" / "build" / "esp32dev" / "executorch"
 
     r = h.pio(core, proj, "run", "-e", "esp32dev", timeout=600).check()
@@ -105,7 +77,7 @@ def test_lowering_is_cached_and_reruns_on_change(core: Path, tmp_path: Path) -> 
     assert LOWERING_LINE not in r.output and "is up to date" in r.output
     assert time.monotonic() - t0 < 30
 
-    (proj / "model.py").write_text(MODEL.format(seed=1))  # new weights
+    (proj / "model.py").write_text(h.mlp_model_source(1))  # new weights
     r = h.pio(core, proj, "run", "-e", "esp32dev", timeout=600).check()
     assert LOWERING_LINE in r.output
     assert (out / "model.pte").read_bytes() != pte
@@ -125,7 +97,7 @@ def test_validation_data_puts_the_accuracy_in_the_build_summary_and_reports(core
     model step writes report.html beside report.txt, both with the accuracy section."""
     import numpy as np
 
-    proj = _project(tmp_path / "p", MODEL.format(seed=0), "custom_executorch_validation = val.npz")
+    proj = _project(tmp_path / "p", h.mlp_model_source(0), "custom_executorch_validation = val.npz")
     g = np.random.default_rng(0)
     np.savez(proj / "val.npz", input0=g.normal(size=(10, 1, 8)).astype(np.float32), labels=g.integers(0, 4, 10))
     out = proj / ".pio" / "build" / "esp32dev" / "executorch"
