@@ -21,7 +21,7 @@ from torch import nn
 from devkit.lowering_helpers import check_numerics, lower, quantize_module
 from executorch_espnn.graph.names import QUANTIZE, node_op
 from executorch_espnn.quantizer.rewrites import (
-    STATE_META,
+    ROLE_META,
     recurrent_refusal,
     rewrite_for_annotation,
 )
@@ -39,7 +39,7 @@ class Seq(nn.Module):
         self.rnn = (nn.GRU if kind == "gru" else nn.LSTM)(features, hidden, num_layers=layers,
                                                            batch_first=batch_first)
 
-    def forward(self, x: torch.Tensor, h: torch.Tensor) -> object:
+    def forward(self, x: torch.Tensor, h: torch.Tensor | None = None) -> object:
         if self.init:
             y, state = self.rnn(x, (h, torch.tanh(h)) if self.kind == "lstm" else h)
         else:
@@ -55,19 +55,22 @@ class Cell(nn.Module):
         self.kind, self.init = kind, init
         self.cell = (nn.GRUCell if kind == "gru" else nn.LSTMCell)(features, hidden)
 
-    def forward(self, x: torch.Tensor, h: torch.Tensor) -> object:
+    def forward(self, x: torch.Tensor, h: torch.Tensor | None = None) -> object:
         if self.kind == "lstm":
             return self.cell(x, (h, 0.5 * h) if self.init else None)
         return self.cell(x, h if self.init else None)
 
 
-def _inputs(m: nn.Module, steps: int = 3, batch: int = 2, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+def _inputs(m: nn.Module, steps: int = 3, batch: int = 2, seed: int = 0) -> tuple[torch.Tensor, ...]:
+    """The input sequence, and the initial state when the model takes one."""
     g = torch.Generator().manual_seed(seed)
     if isinstance(m, Cell):
-        return torch.randn(batch, 4, generator=g), torch.randn(batch, 8, generator=g) * 0.5
-    assert isinstance(m, Seq)
-    x = torch.randn((batch, steps, 4) if m.batch_first else (steps, batch, 4), generator=g)
-    return x, torch.randn(m.rnn.num_layers, batch, 8, generator=g) * 0.5
+        x, h = torch.randn(batch, 4, generator=g), torch.randn(batch, 8, generator=g) * 0.5
+    else:
+        assert isinstance(m, Seq)
+        x = torch.randn((batch, steps, 4) if m.batch_first else (steps, batch, 4), generator=g)
+        h = torch.randn(m.rnn.num_layers, batch, 8, generator=g) * 0.5
+    return (x, h) if m.init else (x,)
 
 
 def _flat(out: object) -> list[torch.Tensor]:
@@ -119,20 +122,20 @@ def test_a_zero_initial_state_leaves_no_zero_tensor_and_no_state_product() -> No
     assert not any(n.target is aten.zeros.default for n in gm.graph.nodes)
 
 
-def test_every_steps_state_has_one_quantization() -> None:
+def test_every_role_of_a_step_has_one_quantization_at_every_step() -> None:
     m = Seq("lstm", last=False).eval()
     xs = _inputs(m, steps=4)
     conv = quantize_module(m, xs)
     states: dict[tuple[str, str], set[tuple[float, int]]] = {}
     prepared = torch.export.export(m, xs).module()
     rewrite_for_annotation(prepared, lambda n: True)
-    tagged = {n.name for n in prepared.graph.nodes if STATE_META in n.meta}
+    tagged = {n.name for n in prepared.graph.nodes if ROLE_META in n.meta}
     for n in conv.graph.nodes:
         if n.name in tagged:
             qs = [u for u in n.users if node_op(u) == QUANTIZE]
             assert len(qs) == 1, n.name
-            states.setdefault(n.meta[STATE_META][:2], set()).add((float(qs[0].args[1]), int(qs[0].args[2])))
-    assert {w for _, w in states} == {"h", "c"}
+            states.setdefault(n.meta[ROLE_META][:2], set()).add((float(qs[0].args[1]), int(qs[0].args[2])))
+    assert {"h", "c", "pre0", "gate2", "tanh_c"} <= {w for _, w in states}
     assert all(len(v) == 1 for v in states.values()), states
 
 
@@ -182,6 +185,21 @@ def test_variants_are_delegated_whole_within_one_lsb(cls: type[nn.Module], args:
     assert set(low.opcodes()) <= {"QUANTIZE", "DEQUANTIZE", "FULLY_CONNECTED", "ADD", "MUL", "LUT", "SLICE",
                                   "RESHAPE", "CONCAT"}
     check_numerics(low)
+
+
+@pytest.mark.slow
+def test_the_steps_share_their_constants() -> None:
+    """One quantization per role at every step: twice the steps, the same constants (weights,
+    biases, multipliers, tables) in the payload; only op and tensor records grow."""
+    sizes = []
+    for steps in (3, 6):
+        m = Seq("gru").eval()
+        xs = _inputs(m, steps=steps)
+        low = lower(m, xs, calib=[xs] + [_inputs(m, steps=steps, seed=s) for s in range(1, 5)])
+        p = low.decoded()
+        sizes.append((len(p.constants), len(p.ops)))
+    (c3, ops3), (c6, ops6) = sizes
+    assert c3 == c6 and ops6 > ops3, sizes
 
 
 @pytest.mark.slow

@@ -10,7 +10,7 @@ from torchao.quantization.pt2e.quantizer import Quantizer
 
 from ..errors import QuantizerConfigError
 from .annotators import BY_TARGET
-from .annotators.recurrent import tie_recurrent_states
+from .annotators.recurrent import tie_recurrent_steps
 from .config import EspNNQuantizationConfig
 from .context import AnnotationContext, is_annotated, is_float_result
 from .rewrites import rewrite_for_annotation
@@ -91,7 +91,7 @@ class EspNNQuantizer(Quantizer):  # type: ignore[misc]  # torchao is untyped
             cfg = ctx.config(node)
             if cfg is not None:
                 annotator.annotate(node, cfg, ctx)
-        tie_recurrent_states(model)
+        tie_recurrent_steps(model)
         return model
 
     def validate(self, model: GraphModule) -> None:

@@ -27,7 +27,7 @@ from torch.fx import GraphModule, Node
 from .attention import rewrite_sdpa, sdpa_refusal
 from .batch_norm import rewrite_batch_norm
 from .rank import rewrite_rank
-from .recurrent import STATE_META, recurrent_refusal, rewrite_recurrent
+from .recurrent import ROLE_META, recurrent_refusal, rewrite_recurrent
 from .reshape import rewrite_reshape
 from .scalars import rewrite_int_scalars
 from .unbind import rewrite_unbind
@@ -57,4 +57,4 @@ def rewrite_for_annotation(gm: GraphModule, quantized: Callable[[Node], bool]) -
     return gm
 
 
-__all__ = ["REWRITES", "STATE_META", "recurrent_refusal", "rewrite_for_annotation", "sdpa_refusal"]
+__all__ = ["REWRITES", "ROLE_META", "recurrent_refusal", "rewrite_for_annotation", "sdpa_refusal"]

@@ -18,10 +18,12 @@ projection has no bias) and PyTorch's gate order::
 
 A zero initial state (the default, or ``torch.zeros`` in the model) drops the terms it
 zeroes at the first step (``Ui h``, ``f * c``; the GRU's ``Un h + bn_h`` becomes the constant
-``bn_h``), so no zero tensor reaches the device.  The state of every step is tagged
-(``STATE_META``) so that the annotation quantizes ``h`` (and the LSTM's ``c``) of all steps with
-one set of parameters (``tie_recurrent_states``): the recurrence reads the same scale at every
-step and ``stack`` of the steps (``return_sequences``) needs no requantisation.
+``bn_h``), so no zero tensor reaches the device.  Every quantity of a step is tagged with its
+role (``ROLE_META``: a gate's input projection, pre-activation, activation, ``c``, ``h``, ...) so
+that the annotation quantizes a role with one set of parameters at every step
+(``tie_recurrent_steps``): the recurrence reads the same scale at every step, the steps share
+their constants (weights, biases, requantisation multipliers, tables: one copy in the payload)
+and ``stack`` of the steps (``return_sequences``) needs no requantisation.
 ``output[:, -1]`` / ``h_n[-1]`` of the stacked results read the step's tensor directly.
 
 Not rewritten (``recurrent_refusal`` says why; to_edge's decomposition then stays on the CPU):
@@ -42,8 +44,9 @@ from .nodes import attr_value, call, constant, shape
 
 aten = torch.ops.aten
 
-#: node.meta key of a recurrent state: (layer uid, "h" or "c", step)
-STATE_META = "espnn_recurrent_state"
+#: node.meta key of each quantity of a step: (layer uid, its role in the step: "h", "c",
+#: "pre0" (gate 0's pre-activation), ..., step)
+ROLE_META = "espnn_recurrent_role"
 
 _SEQUENCE = frozenset({aten.lstm.input, aten.gru.input})
 _CELLS = frozenset({aten.lstm_cell.default, aten.gru_cell.default})
@@ -114,6 +117,10 @@ def _kind(node: Node) -> str:
     return "LSTM" if node.target in (aten.lstm.input, aten.lstm_cell.default) else "GRU"
 
 
+#: one gate's (input weight, input bias or None, state weight) constants
+Gate = tuple[Node, Node | None, Node]
+
+
 class _Builder:
     """Emits one recurrent operator's steps before ``like`` (its node)."""
 
@@ -128,9 +135,8 @@ class _Builder:
     def const(self, name: str, value: torch.Tensor) -> Node:
         return constant(self.gm, f"_espnn_{self.uid}_{name}", value.detach().to(torch.float32), self.like)
 
-    def gate_weights(self, layer: int, w: _Weights, gates: int, fold_hh_bias: Sequence[bool]) -> list[tuple[
-            Node, Node | None, Node, torch.Tensor | None]]:
-        """Per gate: (input weight, input bias, state weight, state bias value); the state bias is
+    def gate_weights(self, layer: int, w: _Weights, gates: int, fold_hh_bias: Sequence[bool]) -> list[Gate]:
+        """Per gate: (input weight, input bias, state weight); the state projection's bias is
         folded into the input bias for the gates where ``fold_hh_bias`` says so."""
         hidden = w.w_hh.shape[1]
         out = []
@@ -142,56 +148,77 @@ class _Builder:
             wi = self.const(f"l{layer}_wih{k}", w.w_ih[sl])
             bi = self.const(f"l{layer}_bih{k}", bias) if bias is not None else None
             wh = self.const(f"l{layer}_whh{k}", w.w_hh[sl])
-            bh = None if fold_hh_bias[k] or w.b_hh is None else w.b_hh[sl]
-            out.append((wi, bi, wh, bh))
+            out.append((wi, bi, wh))
         return out
 
     def linear(self, x: Node, w: Node, b: Node | None) -> Node:
         return self.call(aten.linear.default, x, w, b) if b is not None else self.call(aten.linear.default, x, w)
 
-    def tag(self, node: Node, layer: int, what: str, step: int) -> Node:
-        node.meta[STATE_META] = (f"{self.uid}:{layer}", what, step)
+    def tag(self, node: Node, layer: int, role: str, step: int) -> Node:
+        node.meta[ROLE_META] = (f"{self.uid}:{layer}", role, step)
         return node
 
     def lstm_step(self, layer: int, x: Node, h: Node | None, c: Node | None,
-                  g: list[tuple[Node, Node | None, Node, torch.Tensor | None]], step: int) -> tuple[Node, Node]:
+                  g: list[Gate], step: int) -> tuple[Node, Node]:
+        def t(node: Node, role: str) -> Node:
+            return self.tag(node, layer, role, step)
+
         pre = []
-        for wi, bi, wh, _ in g:
+        for k, (wi, bi, wh) in enumerate(g):
             a = self.linear(x, wi, bi)
-            pre.append(a if h is None else self.call(aten.add.Tensor, a, self.linear(h, wh, None)))
-        i, f, o = (self.call(aten.sigmoid.default, pre[k]) for k in (0, 1, 3))
-        gg = self.call(aten.tanh.default, pre[2])
-        ig = self.call(aten.mul.Tensor, i, gg)
-        c_new = ig if c is None else self.call(aten.add.Tensor, self.call(aten.mul.Tensor, f, c), ig)
-        if c_new is ig:  # the first step's cell is i * g itself: a node of its own for the tag
-            c_new = self.call(aten.mul.Tensor, i, gg)
-            ig.replace_all_uses_with(c_new)
-            self.gm.graph.erase_node(ig)
-        h_new = self.call(aten.mul.Tensor, o, self.call(aten.tanh.default, c_new))
-        return self.tag(h_new, layer, "h", step), self.tag(c_new, layer, "c", step)
+            if h is None:
+                pre.append(t(a, f"pre{k}"))
+            else:
+                a = t(a, f"x{k}")
+                pre.append(t(self.call(aten.add.Tensor, a, t(self.linear(h, wh, None), f"u{k}")), f"pre{k}"))
+        i, f, o = (t(self.call(aten.sigmoid.default, pre[k]), f"gate{k}") for k in (0, 1, 3))
+        gg = t(self.call(aten.tanh.default, pre[2]), "gate2")
+        if c is None:  # the first step of a zero state: c' = i * g
+            c_new = t(self.call(aten.mul.Tensor, i, gg), "c")
+        else:
+            fc = t(self.call(aten.mul.Tensor, f, c), "fc")
+            c_new = t(self.call(aten.add.Tensor, fc, t(self.call(aten.mul.Tensor, i, gg), "ig")), "c")
+        h_new = self.call(aten.mul.Tensor, o, t(self.call(aten.tanh.default, c_new), "tanh_c"))
+        return t(h_new, "h"), c_new
 
     def gru_step(self, layer: int, x: Node, h: Node | None,
-                 g: list[tuple[Node, Node | None, Node, torch.Tensor | None]], step: int) -> Node:
-        (wr, br, whr, _), (wz, bz, whz, _), (wn, bn, whn, bhn) = g
+                 g: list[Gate], bhn: Node | None,
+                 step: int) -> Node:
+        def t(node: Node, role: str) -> Node:
+            return self.tag(node, layer, role, step)
+
+        (wr, br, whr), (wz, bz, whz), (wn, bn, whn) = g
         gates = []
-        for wi, bi, wh in ((wr, br, whr), (wz, bz, whz)):
+        for k, (wi, bi, wh) in enumerate(((wr, br, whr), (wz, bz, whz))):
             a = self.linear(x, wi, bi)
-            gates.append(self.call(aten.sigmoid.default,
-                                   a if h is None else self.call(aten.add.Tensor, a, self.linear(h, wh, None))))
+            if h is None:
+                pre = t(a, f"pre{k}")
+            else:
+                pre = t(self.call(aten.add.Tensor, t(a, f"x{k}"), t(self.linear(h, wh, None), f"u{k}")), f"pre{k}")
+            gates.append(t(self.call(aten.sigmoid.default, pre), f"gate{k}"))
         r, z = gates
         if h is None:
             # Un h + bn_h with h = 0 is the constant bn_h (none without biases: n = tanh(Wn x + bn))
-            rec = None if bhn is None else self.call(aten.mul.Tensor, r, self.const(f"l{layer}_bhn", bhn))
+            rec = None if bhn is None else t(self.call(aten.mul.Tensor, r, bhn), "rec")
         else:
-            rec = self.call(aten.mul.Tensor, r, self.linear(h, whn, None if bhn is None else
-                                                            self.const(f"l{layer}_bhn", bhn)))
+            rec = t(self.call(aten.mul.Tensor, r, t(self.linear(h, whn, bhn), "u2")), "rec")
         a = self.linear(x, wn, bn)
-        n = self.call(aten.tanh.default, a if rec is None else self.call(aten.add.Tensor, a, rec))
-        if h is None:
-            h_new = self.call(aten.sub.Tensor, n, self.call(aten.mul.Tensor, z, n))
-        else:
-            h_new = self.call(aten.add.Tensor, n, self.call(aten.mul.Tensor, z, self.call(aten.sub.Tensor, h, n)))
-        return self.tag(h_new, layer, "h", step)
+        pre_n = t(a, "pre2") if rec is None else t(self.call(aten.add.Tensor, t(a, "x2"), rec), "pre2")
+        n = t(self.call(aten.tanh.default, pre_n), "gate2")
+        if h is None:  # h' = n - z * n
+            h_new = self.call(aten.sub.Tensor, n, t(self.call(aten.mul.Tensor, z, n), "zd"))
+        else:  # h' = n + z * (h - n)
+            d = t(self.call(aten.sub.Tensor, h, n), "d")
+            h_new = self.call(aten.add.Tensor, n, t(self.call(aten.mul.Tensor, z, d), "zd"))
+        return t(h_new, "h")
+
+
+def _gru_bhn(b: _Builder, layer: int, w: _Weights) -> Node | None:
+    """The n gate's state bias (kept out of the input projection: it is scaled by r)."""
+    if w.b_hh is None:
+        return None
+    hidden = w.w_hh.shape[1]
+    return b.const(f"l{layer}_bhn", w.b_hh[2 * hidden:3 * hidden])
 
 
 def _state(b: _Builder, hx: object, layer: int) -> Node | None:
@@ -246,11 +273,12 @@ def _unroll_sequence(gm: GraphModule, node: Node) -> bool:
         c = _state(b, c0s, layer) if lstm else None
         out: list[Node] = []
         g = b.gate_weights(layer, w, 4, _LSTM_FOLD) if lstm else b.gate_weights(layer, w, 3, _GRU_FOLD)
+        bhn = None if lstm else _gru_bhn(b, layer, w)
         for t in range(steps):
             if lstm:
                 h, c = b.lstm_step(layer, seq[t], h, c, g, t)
             else:
-                h = b.gru_step(layer, seq[t], h, g, t)
+                h = b.gru_step(layer, seq[t], h, g, bhn, t)
             out.append(h)
         seq = out
         last_h.append(out[-1])
@@ -292,7 +320,7 @@ def _unroll_cell(gm: GraphModule, node: Node) -> bool:
     else:
         h = None if hx is None or _is_zero(hx) else hx
         g = b.gate_weights(0, w, 3, _GRU_FOLD)
-        node.replace_all_uses_with(b.gru_step(0, x, h, g, 0))  # type: ignore[arg-type]
+        node.replace_all_uses_with(b.gru_step(0, x, h, g, _gru_bhn(b, 0, w), 0))  # type: ignore[arg-type]
     return True
 
 
