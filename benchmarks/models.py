@@ -19,7 +19,9 @@ MODELS: tuple[BenchModel, ...] = (
     BenchModel("ds_cnn_kws", "DS-CNN KWS 49x10"),
     BenchModel("resnet8", "ResNet-8 32x32x3"),
     BenchModel("dense_autoencoder", "Dense autoencoder 640"),
-    BenchModel("tiny_vit", "Tiny ViT (CPU fallback)"),
+    BenchModel("tiny_vit", "Tiny ViT"),
+    BenchModel("gru_rows", "GRU 8x8 -> 32, 8 steps"),
+    BenchModel("lstm_rows", "LSTM 8x8 -> 32, 8 steps"),
 )
 
 # the --quick subset (the CI smoke test): small, and between them every figure's code path

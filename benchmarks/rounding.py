@@ -142,7 +142,7 @@ def trained() -> list[Trained]:
 
     data = load_digits_split()
     out: list[Trained] = []
-    for name, make, steps, float_op in MODELS:
+    for name, make, steps, float_op, _slow in MODELS:
         m = train(make, data, steps)
         ex = (data.x_test,)
         converted = quantize_module(m, ex, calib=[(data.x_train[:360],)])

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from .digits import RowSequence
+
 # ---------------------------------------------------------------------------------------------
 # building blocks
 
@@ -170,8 +172,9 @@ class DenseAutoencoder(nn.Module):
 
 
 class TinyViT(nn.Module):
-    """A small ViT: patch embedding (delegated conv), then layer norm and attention matmuls,
-    which stay on the CPU, then a delegated classifier."""
+    """A small ViT: patch embedding (conv), a transformer encoder (layer norm, attention
+    matmuls, GELU MLP), the token mean of [N, T, C] over T and a classifier, all delegated
+    (the token mean since issue 25)."""
 
     def __init__(self, dim: int = 32, heads: int = 2, depth: int = 1, num_classes: int = 10) -> None:
         super().__init__()
@@ -300,8 +303,12 @@ ZOO: dict[str, ZooModel] = {
         ZooModel("ds_cnn_kws", DSCNN, ((1, 1, 49, 10),), 104),
         ZooModel("resnet8", ResNet8, ((1, 3, 32, 32),), 105),
         ZooModel("dense_autoencoder", DenseAutoencoder, ((1, 640),), 106),
-        ZooModel("tiny_vit", TinyViT, ((1, 3, 32, 32),), 107, cpu_fallback=True),
+        ZooModel("tiny_vit", TinyViT, ((1, 3, 32, 32),), 107),
         ZooModel("cumsum_net", CumsumNet, ((1, 20, 16),), 108, cpu_fallback=True),
         ZooModel("island_net", IslandNet, ((1, 3, 32, 32),), 109, cpu_fallback=True),
+        # recurrent classifiers over 8 steps of 8 features (an image's rows, devkit.digits): the
+        # unrolled steps are ~1,000 nodes, minutes in to_edge, hence "large"
+        ZooModel("gru_rows", lambda: RowSequence("gru"), ((1, 1, 8, 8),), 110, large=True),
+        ZooModel("lstm_rows", lambda: RowSequence("lstm"), ((1, 1, 8, 8),), 111, large=True),
     )
 }

@@ -50,7 +50,8 @@ CORTEX_M = EMU / "cortex_m"
 TEMPLATES = EMU / "templates"
 ESP_NN_ENV = "ESPNN_ESP_NN_DIR"  # as tests/test_engine.py reads it
 EXAMPLES = tuple(sorted((ROOT / "examples").glob("*/model/*.py")))
-ZOO_MODELS = ("island_net", "cumsum_net")  # CPU islands between two delegates
+# CPU islands between two delegates; GRU and LSTM unrolled into one delegate (issue 25)
+ZOO_MODELS = ("island_net", "cumsum_net", "gru_rows", "lstm_rows")
 # lowered with io="int8": int8 program input and output, the delegate reading/writing the
 # program's own storage (the keyword spotter's input is read in place)
 INT8_IO_MODELS = {"ds_cnn_int8io": "ds_cnn_kws"}
@@ -152,7 +153,7 @@ def int8_io_model(name: str, n_cases: int = 3) -> StackModel:
 
 
 def model_names() -> list[str]:
-    """Each example's model, then the zoo's CPU-island models, then the int8-I/O ones."""
+    """Each example's model, then the zoo's CPU-island and recurrent models, then the int8-I/O ones."""
     return [*(p.stem for p in EXAMPLES), *ZOO_MODELS, *INT8_IO_MODELS]
 
 

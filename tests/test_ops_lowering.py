@@ -71,8 +71,8 @@ def f(fn: Callable[..., torch.Tensor], *mods: Callable[[], nn.Module]) -> Callab
 
 
 Q, DQ = "QUANTIZE", "DEQUANTIZE"
-MLAST = [Q, "RESHAPE", "RESHAPE", "MEAN_HW", "RESHAPE", DQ]
 MEAN_PARAMS = {"shift": 0}
+MMID = [Q, "RESHAPE", "MEAN_HW", "RESHAPE", DQ]
 
 CONV_CASES = [
     Case("conv1x1", conv(16, 24, 1), ((1, 16, 7, 9),), [Q, "CONV2D", DQ], {"groups": 1, "pad_top": 0}),
@@ -296,18 +296,31 @@ POOL_CASES = [
     Case("conv1d_maxpool1d", seq(conv1d(3, 8, 3, padding=1), nn.ReLU, lambda: nn.MaxPool1d(2)), ((1, 3, 16),),
          [Q, "RESHAPE", "CONV2D", "MAX_POOL2D", "RESHAPE", DQ]),
     # mean over the last dim(s): MEAN_HW over the [B, 1, R, 1] view (its own output observer)
-    # (the two RESHAPEs are [N, C, L] -> [N*C, 1, L, 1] -> its NHWC [N*C, L, 1, 1], in place)
-    Case("mean_last_dim_3d", f(lambda m, x: x.mean(-1)), ((2, 3, 10),), MLAST, MEAN_PARAMS, "MEAN_HW"),
-    Case("mean_last_dim_3d_keepdim", f(lambda m, x: x.mean(2, keepdim=True)), ((2, 3, 10),), MLAST),
-    Case("mean_last_two_dims_3d", f(lambda m, x: x.mean((1, 2))), ((3, 4, 5),), MLAST),
-    Case("mean_last_two_dims_3d_keepdim", f(lambda m, x: x.mean((-2, -1), keepdim=True)), ((3, 4, 5),), MLAST),
-    Case("mean_empty_dim_list_3d", f(lambda m, x: torch.mean(x, dim=[])), ((2, 4, 5),), MLAST),
-    Case("mean_all_dims", f(lambda m, x: x.mean()), ((2, 4, 5),), MLAST),  # aten.mean.default: a rank-0 result
+    # (the RESHAPE is [N, C, L] -> the NHWC [N*C, L, 1, 1] of [N*C, 1, L, 1], in place)
+    Case("mean_last_dim_3d", f(lambda m, x: x.mean(-1)), ((2, 3, 10),), MMID, MEAN_PARAMS, "MEAN_HW"),
+    Case("mean_last_dim_3d_keepdim", f(lambda m, x: x.mean(2, keepdim=True)), ((2, 3, 10),), MMID),
+    Case("mean_last_two_dims_3d", f(lambda m, x: x.mean((1, 2))), ((3, 4, 5),), MMID),
+    Case("mean_last_two_dims_3d_keepdim", f(lambda m, x: x.mean((-2, -1), keepdim=True)), ((3, 4, 5),), MMID),
+    Case("mean_empty_dim_list_3d", f(lambda m, x: torch.mean(x, dim=[])), ((2, 4, 5),), MMID),
+    Case("mean_all_dims", f(lambda m, x: x.mean()), ((2, 4, 5),), MMID),  # aten.mean.default: a rank-0 result
     Case("mean_2d_features", f(lambda m, x: x.mean(1)), ((4, 16),), [Q, "RESHAPE", "MEAN_HW", "RESHAPE", DQ]),
-    Case("mean_4d_last_dim", f(lambda m, x: x.mean(-1, keepdim=True)), ((1, 3, 4, 6),), MLAST),
-    # a conv1d's result is [N, L, C] in memory: the mean over L reads it as NHWC [N, 1, L, C]
+    Case("mean_4d_last_dim", f(lambda m, x: x.mean(-1, keepdim=True)), ((1, 3, 4, 6),), MMID),
+    # a conv1d's result is [N, L, C] in memory: the mean over L reads those bytes as NHWC
+    # [N, L, 1, C] (an in-place RESHAPE, no TRANSPOSE)
     Case("mean_conv1d_output", f(lambda m, x: m[0](x).mean(-1), conv1d(3, 6, 3)), ((2, 3, 12),),
-         [Q, "RESHAPE", "CONV2D", "MEAN_HW", "RESHAPE", DQ]),
+         [Q, "RESHAPE", "CONV2D", "RESHAPE", "MEAN_HW", "RESHAPE", DQ]),
+    # means over any dims (issue 25): the averaged dims as one block of a physical order, its
+    # bytes the NHWC [A, R, 1, C] of [A, C, R, 1], averaged over H; the input is quantized
+    # straight into that order, a conv's NHWC result is read as it is
+    Case("mean_tokens", f(lambda m, x: x.mean(1)), ((2, 5, 6),), MMID),
+    Case("mean_tokens_keepdim", f(lambda m, x: x.mean(-2, keepdim=True)), ((2, 5, 6),), MMID),
+    Case("mean_channels_4d", f(lambda m, x: x.mean(1)), ((1, 6, 3, 4),), MMID),
+    Case("mean_channels_of_a_conv", f(lambda m, x: m[0](x).mean(1), conv(3, 6, 3)), ((1, 3, 5, 5),),
+         [Q, "CONV2D", "RESHAPE", "MEAN_HW", "RESHAPE", DQ]),
+    Case("mean_leading_dim", f(lambda m, x: x.mean(0)), ((3, 4, 5),), MMID),
+    Case("mean_dims_0_2", f(lambda m, x: x.mean((0, 2))), ((3, 4, 5),), MMID),
+    Case("mean_dims_1_3_keepdim", f(lambda m, x: x.mean((1, 3), keepdim=True)), ((2, 3, 4, 5),), MMID),
+    Case("mean_dims_1_2_4d", f(lambda m, x: x.mean((1, 2))), ((2, 3, 4, 5),), MMID),
 ]
 
 SOFTMAX_CASES = [
@@ -654,7 +667,7 @@ def _mean_last_dim_with_output(scale_factor: float | None) -> Lowered:
 def test_mean_last_dim_with_the_input_quantization_is_an_average_pool() -> None:
     low = _mean_last_dim_with_output(None)
     # ten values: a sum can tie, so PyTorch's float32 mean (tests/test_rounding.py)
-    assert low.opcodes() == [Q, "RESHAPE", "RESHAPE", "AVG_POOL2D_FLOAT", "RESHAPE", DQ]
+    assert low.opcodes() == [Q, "RESHAPE", "AVG_POOL2D_FLOAT", "RESHAPE", DQ]
     op = next(o for o in low.decoded().ops if o.opcode == Opcode.AVG_POOL2D_FLOAT)
     assert (op.params["kernel_h"], op.params["kernel_w"], op.params["torch_op"]) == (10, 1, 2)
     check_numerics(low)
@@ -664,13 +677,6 @@ def test_mean_last_dim_multiplier_beyond_1_stays_on_cpu() -> None:
     low = _mean_last_dim_with_output(0.02)  # s_in / (s_out * 10) >= 1
     (d,) = [d for d in low.decisions if d.op == "aten.mean.dim"]
     assert not d.delegated and "multiplier" in d.reason and ">= 1" in d.reason, d.reason
-
-
-def test_mean_over_a_leading_dim_stays_on_cpu() -> None:
-    torch.manual_seed(0)
-    low = lower(Fn(lambda mods, x: x.mean(1)).eval(), (torch.randn(2, 3, 10),))
-    (d,) = [d for d in low.decisions if d.op == "aten.mean.dim"]
-    assert not d.delegated and "only the mean over the last dims" in d.reason, d.reason
 
 
 def test_mean_of_more_than_65535_values_stays_on_cpu() -> None:

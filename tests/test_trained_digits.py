@@ -12,6 +12,8 @@ zero, PyTorch to even, and the next depthwise convolution amplifies the 1-LSB di
 (the issue measured 77.7 % of the logits within 1 LSB and 2 of 360 predictions flipped;
 benchmarks/rounding.py, with this training: 77.53 % and 1).  On AVG_POOL2D_FLOAT
 (tests/test_rounding.py) it agrees exactly; the plain CNN and the MLP (no average pool) for contrast.
+The GRU and the LSTM read each image's rows as 8 time steps (issue 25): unrolled by the
+quantizer, every step on the delegate.
 Deterministic: fixed seeds and one thread.
 """
 
@@ -43,7 +45,10 @@ def digits() -> Digits:
     return load_digits_split()
 
 
-@pytest.mark.parametrize(("make", "steps", "opcode"), [m[1:] for m in MODELS], ids=[m[0] for m in MODELS])
+@pytest.mark.parametrize(("make", "steps", "opcode"), [
+    pytest.param(make, steps, opcode, id=name, marks=[pytest.mark.slow] if slow else [])
+    for name, make, steps, opcode, slow in MODELS
+])
 def test_trained_on_digits_agrees_with_pytorchs_quantized_model(
         one_thread: None, digits: Digits, make: Callable[[], nn.Module], steps: int,
         opcode: str | None) -> None:
@@ -69,7 +74,7 @@ def test_trained_on_digits_agrees_with_pytorchs_quantized_model(
     flipped = int((got.argmax(1) != want.argmax(1)).sum())
     assert flipped == 0, f"{flipped} of {len(got)} predictions differ from PyTorch's quantized model"
     int8_acc = float((got.argmax(1) == digits.y_test.numpy()).mean())
-    assert int8_acc >= float_acc - 0.02
+    assert int8_acc >= float_acc - 0.01, f"int8 {int8_acc:.4f} vs float {float_acc:.4f}"
 
     # host == chip: the C engine computes the reference's bytes
     exe = eh.build(eh.HOST)

@@ -1,5 +1,5 @@
-"""max/avg pool 2d and 1d, global average pooling (adaptive avg pool to 1x1, mean over H, W, mean
-over the last dims) and adaptive average pooling to sizes that divide the input.
+"""max/avg pool 2d and 1d, global average pooling (adaptive avg pool to 1x1, mean over H, W), the
+mean over any dims of a rank <= 4 tensor and adaptive average pooling to sizes that divide the input.
 
 Averages with equal input and output quantization run on ESP-NN's integer average pool where
 its rounding cannot differ from PyTorch's, else on AVG_POOL2D_FLOAT (``_emit_average``): ESP-NN
@@ -17,7 +17,7 @@ from torch.fx import Node
 
 from ..graph.names import node_arg, node_op, static_shape
 from ..graph.qdq import QParams, qdq_params
-from ..layout import identity, nhwc, same_bytes
+from ..layout import identity, nhwc, view_perm
 from ..payload import DType, Opcode
 from ..payload.format import (
     AVG_DIVISOR_INCLUDE_PAD,
@@ -261,29 +261,57 @@ def _average_hw(unit: Unit, b: PayloadBuilder, x: Value, keep: tuple[int, int, i
         b.emit(Opcode.RESHAPE, [out], flat)
 
 
-def _mean_last_dims(unit: Unit, b: PayloadBuilder, dims: list[int]) -> None:
-    """Mean over the trailing dims of a row-major tensor: with B the product of the kept
-    (leading) dims and R of the reduced ones, the tensor is the NCHW [B, 1, R, 1] whose
-    NHWC bytes are its own row-major bytes, and the mean is that view's H, W average (a
-    transposed [N, C, L] averages its [N, C, 1, L] view instead)."""
-    x = b.operand(unit.inputs[0])
-    first = dims[0]
-    batch = int(np.prod(x.shape[:first], dtype=np.int64))
-    count = int(np.prod(x.shape[first:], dtype=np.int64))
-    kept = x.shape[:first]
+def _mean_layout(b: PayloadBuilder, x: Value, dims: list[int]) -> tuple[tuple[int, ...], tuple[int, int, int]]:
+    """A physical order of ``x`` in which the averaged dims are one contiguous block and the kept
+    dims keep their logical order (so the result's bytes are row-major), and the sizes
+    (A, R, C) before, in and after that block.  A layout ``x`` already has is taken when one
+    fits (a conv1d's [N, L, C] bytes of [N, C, L] averaged over L; NHWC averaged over C);
+    otherwise kept dims first and averaged dims last (one TRANSPOSE)."""
+    kept = [d for d in range(x.rank) if d not in dims]
+    for perm in (*b.layouts(x), identity(x.rank)):
+        where = [i for i, d in enumerate(perm) if d in dims]
+        if where != list(range(where[0], where[0] + len(where))):
+            continue
+        if [d for d in perm if d not in dims] != kept:
+            continue
+        phys = [x.shape[d] for d in perm]
+        a, e = where[0], where[-1] + 1
+        return tuple(perm), (int(np.prod(phys[:a], dtype=np.int64)), int(np.prod(phys[a:e], dtype=np.int64)),
+                             int(np.prod(phys[e:], dtype=np.int64)))
+    perm = (*kept, *dims)
+    return perm, (int(np.prod([x.shape[d] for d in kept], dtype=np.int64)),
+                  int(np.prod([x.shape[d] for d in dims], dtype=np.int64)), 1)
+
+
+def _bytes_in(b: PayloadBuilder, x: Value, perm: tuple[int, ...]) -> int:
+    """A tensor with ``x``'s bytes in order ``perm``: the tensor of the value ``x`` is a unit-dim
+    view of, when it has them (a conv1d's result), else ``x`` realized in ``perm``."""
+    base = x.view_of
+    if base is not None and not x.real:
+        for p in b.layouts(base):
+            if view_perm(base.shape, p, x.shape) == perm:
+                return b.realize(base, p)
+    return b.realize(x, perm)
+
+
+def _mean_dims(unit: Unit, b: PayloadBuilder, x: Value, dims: list[int]) -> None:
+    """Mean over any dims of a rank <= 4 tensor: in a physical order where they form one block
+    of R values between A (before) and C (after) values (``_mean_layout``), the bytes are the
+    NHWC [A, R, 1, C] of the NCHW value [A, C, R, 1], and the mean is its H, W average into
+    [A, C, 1, 1], whose bytes are the result's row-major bytes: the token mean of [N, T, C]
+    over T, a channel mean, the last dims, every dim."""
     out_shape = static_shape(unit.output)
-    if out_shape not in (kept, kept + (1,) * len(dims)):
+    kept = tuple(x.shape[d] for d in range(x.rank) if d not in dims)
+    keepdim = tuple(1 if d in dims else x.shape[d] for d in range(x.rank))
+    if out_shape not in (kept, keepdim):
         raise Unsupported(f"unexpected output shape {out_shape}")
-    if count > MAX_MEAN_COUNT:
-        raise Unsupported(f"averaging {count} values exceeds the engine's {MAX_MEAN_COUNT}")
-    if x.rank == 3 and dims == [2] and any(same_bytes(x.shape, p, (0, 2, 1)) for p in b.layouts(x)):
-        # [N, C, L] already laid out as [N, L, C] (a conv1d's result): its [N, C, 1, L] view
-        # is NHWC without moving a byte, so average that over W instead
-        n, c, length = x.shape
-        _average_hw(unit, b, b.reshaped(x, (n, c, 1, length)), (n, c, 1, 1))
-        return
-    view = b.reshaped(x, (batch, 1, count, 1))
-    _average_hw(unit, b, view, (batch, 1, 1, 1))
+    perm, (a, r, c) = _mean_layout(b, x, dims)
+    if r > MAX_MEAN_COUNT:
+        raise Unsupported(f"averaging {r} values exceeds the engine's {MAX_MEAN_COUNT}")
+    src = _bytes_in(b, x, perm)
+    view_t = b.arena((a, c, r, 1), DType.INT8, x.qp, nhwc(4))
+    b.emit(Opcode.RESHAPE, [src], view_t)  # the same bytes: planned in place
+    _average_hw(unit, b, b.wrap(view_t, (a, c, r, 1), x.qp, nhwc(4)), (a, c, 1, 1))
 
 
 @register
@@ -309,11 +337,7 @@ class MeanHW(OpLowering):
         if x.rank == 4 and norm == [2, 3]:
             _global_pool(unit, b)
             return
-        if norm != list(range(norm[0], x.rank)):
-            raise Unsupported(
-                f"mean over dims {dims}; only the mean over the last dims (or H, W of NCHW) is delegated"
-            )
-        _mean_last_dims(unit, b, norm)
+        _mean_dims(unit, b, x, norm)
 
 
 @register

@@ -59,6 +59,12 @@ lookup-table unary ops (input dq and output q with their own qparams): hardswish
 tanh, silu, gelu (either approximation), hardsigmoid, leaky_relu, and clamp-like ops that
 were not fused.  sigmoid/tanh outputs are observed, not fixed (a table can map to any scale).
 
+GRU / LSTM layers and cells (``aten.gru.input``, ``aten.lstm.input``, ``aten.gru_cell``,
+``aten.lstm_cell``) are unrolled before annotation (``rewrites/recurrent.py``) into per-step
+linear / add / sub / mul / sigmoid / tanh / select / stack, each annotated as above; each
+quantity of a step (``h``, ``c``, a gate's pre-activation, ...) shares the first step's observer
+(``annotators/recurrent.py``).
+
 Regions configured ``None`` (``set_global/set_module_type/set_module_name``) keep float ops
 with float ``get_attr`` weights; a quantized neighbour still quantizes its own input edge.
 Other ops (sub, div, batch_norm not after conv/linear, matmul, ...) are left unannotated.

@@ -10,6 +10,7 @@ from torchao.quantization.pt2e.quantizer import Quantizer
 
 from ..errors import QuantizerConfigError
 from .annotators import BY_TARGET
+from .annotators.recurrent import tie_recurrent_steps
 from .config import EspNNQuantizationConfig
 from .context import AnnotationContext, is_annotated, is_float_result
 from .rewrites import rewrite_for_annotation
@@ -76,8 +77,8 @@ class EspNNQuantizer(Quantizer):  # type: ignore[misc]  # torchao is untyped
     def transform_for_annotation(self, model: GraphModule) -> GraphModule:
         """Rewrite what the delegate cannot take as it is into equivalent operators it can
         (``executorch_espnn.quantizer.rewrites``: batch norms without a convolution,
-        ``unbind``, scaled dot product attention, rank-5/6 data movement), in the regions
-        this quantizer quantizes."""
+        ``unbind``, GRU/LSTM layers and cells unrolled into their steps, scaled dot product
+        attention, rank-5/6 data movement), in the regions this quantizer quantizes."""
         scope = self.scope
         return rewrite_for_annotation(model, lambda node: scope.config_for(node) is not None)
 
@@ -90,6 +91,7 @@ class EspNNQuantizer(Quantizer):  # type: ignore[misc]  # torchao is untyped
             cfg = ctx.config(node)
             if cfg is not None:
                 annotator.annotate(node, cfg, ctx)
+        tie_recurrent_steps(model)
         return model
 
     def validate(self, model: GraphModule) -> None:

@@ -7,6 +7,8 @@ quantized model ``convert_pt2e`` produces computes exactly what the device compu
 * ``batch_norm``: an eval batch norm no convolution absorbs is folded into the linear it
   feeds, or becomes a depthwise 1x1 convolution;
 * ``unbind``: each piece becomes a ``select``;
+* ``recurrent``: GRU and LSTM layers and cells become their time steps (linear, add, mul,
+  sigmoid, tanh, select, stack);
 * ``attention``: ``scaled_dot_product_attention`` becomes ``softmax(q @ k^T * scale) @ v``;
 * ``rank``: data movement through rank-5/6 tensors is rebuilt with rank <= 4 steps;
 * ``reshape``: a reshape of a non-contiguous tensor becomes ``contiguous`` + ``view``;
@@ -25,6 +27,7 @@ from torch.fx import GraphModule, Node
 from .attention import rewrite_sdpa, sdpa_refusal
 from .batch_norm import rewrite_batch_norm
 from .rank import rewrite_rank
+from .recurrent import ROLE_META, recurrent_refusal, rewrite_recurrent
 from .reshape import rewrite_reshape
 from .scalars import rewrite_int_scalars
 from .unbind import rewrite_unbind
@@ -32,6 +35,7 @@ from .unbind import rewrite_unbind
 REWRITES: tuple[Callable[[GraphModule, Callable[[Node], bool]], bool], ...] = (
     rewrite_batch_norm,
     rewrite_unbind,
+    rewrite_recurrent,
     rewrite_sdpa,
     rewrite_rank,
     rewrite_reshape,
@@ -53,4 +57,4 @@ def rewrite_for_annotation(gm: GraphModule, quantized: Callable[[Node], bool]) -
     return gm
 
 
-__all__ = ["REWRITES", "rewrite_for_annotation", "sdpa_refusal"]
+__all__ = ["REWRITES", "ROLE_META", "recurrent_refusal", "rewrite_for_annotation", "sdpa_refusal"]
