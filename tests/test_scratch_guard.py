@@ -12,7 +12,7 @@ import engine_helpers as eh
 import numpy as np
 import numpy.typing as npt
 import pytest
-from scratch_helpers import op_scratch, retarget
+from devkit.scratch_helpers import op_scratch, retarget
 
 from devkit import payload_factory as pf
 from devkit.zoo import ZOO
