@@ -284,8 +284,8 @@ static void eval_avg(const espnn_exec_t *x)
         if (x->op->kernel == POOL_KERNEL_AVG_INCLUDE_PAD) {
             avg_include_pad(s, in, out);
         } else {
-            esp_nn_avg_pool_s8(in, s->w, s->h, out, s->ow, s->oh, s->sw, s->sh, s->kw, s->kh,
-                               s->pl, s->pt, s->act_min, s->act_max, s->c);
+            espnn_avg_pool_s8(in, s->w, s->h, out, s->ow, s->oh, s->sw, s->sh, s->kw, s->kh,
+                              s->pl, s->pt, s->act_min, s->act_max, s->c);
         }
     }
 }

@@ -15,7 +15,16 @@
  *             a filter offset, or input not 16-aligned) loads the input with ee.vld.l.64.ip,
  *             which ignores the low 3 address bits: input rows not 8-byte aligned go to ANSI;
  *   max pool  esp_nn_max_pool_s8_esp32s3 is assembly for channels % 4 == 0 only (its header
- *             says so; other counts leave outputs unwritten): other counts go to ANSI.
+ *             says so; other counts leave outputs unwritten): other counts go to ANSI;
+ *   conv, depthwise
+ *             ESP-NN receives only the top/left padding; with either non-zero its S3
+ *             dispatchers pad the input by the same amount on the right/bottom, so when the
+ *             windows reach further (a right/bottom pad larger than the left/top one) the
+ *             last windows read the next row instead of padding: such geometries go to ANSI
+ *             (with both zero the dispatchers pad the end themselves, correctly);
+ *   avg pool  the S3 assembly (channels % 4 == 0) leaves outputs unwritten when windows reach
+ *             past the input plus the top/left padding mirrored (ceil mode without padding):
+ *             those go to ANSI.
  *
  * On every other build these are the plain ESP-NN calls.  ESPNN_S3_KERNELS can be forced on
  * a host build whose host_espnn provides the _esp32s3/_ansi names with these contracts as
@@ -54,6 +63,68 @@ static inline int32_t espnn_s3_mul_simd_len(const int8_t *a, const int8_t *b, in
     return n & ~(int32_t)(ESPNN_S3_MUL_STEP - 1u);
 }
 #endif
+
+/* Do the windows stay inside the input padded by pad_left/pad_top on both sides? */
+static inline int espnn_windows_fit_mirrored_pad(uint32_t w, uint32_t h, uint32_t ow, uint32_t oh,
+                                                 uint32_t sw, uint32_t sh, uint32_t kw,
+                                                 uint32_t kh, uint32_t pl, uint32_t pt)
+{
+    return (ow - 1u) * sw + kw <= w + 2u * pl && (oh - 1u) * sh + kh <= h + 2u * pt;
+}
+
+static inline int espnn_s3_conv_ok(const data_dims_t *in, const data_dims_t *filt,
+                                   const data_dims_t *out, uint32_t sw, uint32_t sh, uint32_t pl,
+                                   uint32_t pt)
+{
+    return (pl == 0u && pt == 0u) ||
+           espnn_windows_fit_mirrored_pad(in->width, in->height, out->width, out->height, sw, sh,
+                                          filt->width, filt->height, pl, pt);
+}
+
+static inline void espnn_conv_s8(const data_dims_t *in_dims, const int8_t *in,
+                                 const data_dims_t *filt_dims, const int8_t *filt,
+                                 const int32_t *bias, const data_dims_t *out_dims, int8_t *out,
+                                 const conv_params_t *cp, const quant_data_t *q)
+{
+#if ESPNN_S3_KERNELS
+    if (!espnn_s3_conv_ok(in_dims, filt_dims, out_dims, cp->stride.width, cp->stride.height,
+                          cp->padding.width, cp->padding.height)) {
+        esp_nn_conv_s8_ansi(in_dims, in, filt_dims, filt, bias, out_dims, out, cp, q);
+        return;
+    }
+#endif
+    esp_nn_conv_s8(in_dims, in, filt_dims, filt, bias, out_dims, out, cp, q);
+}
+
+static inline void espnn_depthwise_conv_s8(const data_dims_t *in_dims, const int8_t *in,
+                                           const data_dims_t *filt_dims, const int8_t *filt,
+                                           const int32_t *bias, const data_dims_t *out_dims,
+                                           int8_t *out, const dw_conv_params_t *cp,
+                                           const quant_data_t *q)
+{
+#if ESPNN_S3_KERNELS
+    if (!espnn_s3_conv_ok(in_dims, filt_dims, out_dims, cp->stride.width, cp->stride.height,
+                          cp->padding.width, cp->padding.height)) {
+        esp_nn_depthwise_conv_s8_ansi(in_dims, in, filt_dims, filt, bias, out_dims, out, cp, q);
+        return;
+    }
+#endif
+    esp_nn_depthwise_conv_s8(in_dims, in, filt_dims, filt, bias, out_dims, out, cp, q);
+}
+
+static inline void espnn_avg_pool_s8(const int8_t *in, uint16_t w, uint16_t h, int8_t *out,
+                                     uint16_t ow, uint16_t oh, uint16_t sw, uint16_t sh,
+                                     uint16_t kw, uint16_t kh, uint16_t pw, uint16_t ph,
+                                     int32_t act_min, int32_t act_max, uint16_t c)
+{
+#if ESPNN_S3_KERNELS
+    if (!espnn_windows_fit_mirrored_pad(w, h, ow, oh, sw, sh, kw, kh, pw, ph)) {
+        esp_nn_avg_pool_s8_ansi(in, w, h, out, ow, oh, sw, sh, kw, kh, pw, ph, act_min, act_max, c);
+        return;
+    }
+#endif
+    esp_nn_avg_pool_s8(in, w, h, out, ow, oh, sw, sh, kw, kh, pw, ph, act_min, act_max, c);
+}
 
 static inline void espnn_mul_s8(const int8_t *a, const int8_t *b, int32_t a_off, int32_t b_off,
                                 int8_t *out, int32_t out_off, int32_t mult, int32_t shift,
