@@ -45,10 +45,6 @@ KERNELS_S3 = "s3"
 KERNELS_ANSI = "ansi"
 KERNEL_SETS = (KERNELS_S3, KERNELS_ANSI)
 
-# One CCOUNT tick in instructions under ``-icount shift=0`` (board.c / start.S: 1 ns of virtual
-# time per instruction, CCOUNT at the core model's 40 MHz).
-INSNS_PER_TICK = 25
-
 # Not CONFIG_IDF_TARGET_ARCH_XTENSA: under it ESP-NN's common_functions.h uses two inline-asm
 # helpers (nsau, and clamps with GCC's Xtensa "a" register constraint, which clang lacks); its
 # C fallbacks compute the same (__builtin_clz, which clang emits as nsau; a clamp to int8).
@@ -59,7 +55,7 @@ S3 = Target(
     name="esp32s3",
     cc=str(S3_DIR / "s3cc.py"),
     cflags=("-O2", "-ffunction-sections", "-fdata-sections", "-isystem",
-            str(S3_DIR / "include"), "-DEMU_LIBGCC_FULL"),
+            str(S3_DIR / "include"), "-DEMU_LIBGCC_FULL", "-DEMU_INSN_COUNT"),
     ldflags=("-T", str(S3_DIR / "link.ld"), "-Wl,--gc-sections"),
     runtime=(S3_DIR / "start.S", S3_DIR / "board.c", S3_DIR / "libc.c",
              EMU / "xtensa_lx106" / "libgcc_extra.c", EMU / "common" / "emu_print.c",
@@ -114,7 +110,8 @@ def _dflags(defines: Sequence[str]) -> tuple[str, ...]:
     return tuple(f"-D{d}" for d in defines)
 
 
-def esp_nn_units(kernels: str, root: Path | None = None) -> list[Unit]:
+def esp_nn_units(kernels: str, root: Path | None = None,
+                 cc_flags: Sequence[str] = ()) -> list[Unit]:
     """ESP-NN's sources for the esp32s3 with ESP-NN's own compile options (warnings are
     ESP-NN's, not ours: -w)."""
     from builder.espnn_pio import esp_nn_sources
@@ -126,7 +123,7 @@ def esp_nn_units(kernels: str, root: Path | None = None) -> list[Unit]:
                              f"{ENV_ESP_NN} must be an ESP-NN 1.2.x checkout")
     incs = tuple(f"-I{root / d}" for d in esp_nn_sources.INCLUDE_DIRS)
     flags = (*esp_nn_sources.flags_for("esp32s3"), "-std=gnu11", "-w", *incs,
-             *_dflags(_kernel_defines(kernels)))
+             *_dflags(_kernel_defines(kernels)), *cc_flags)
     return [Unit(root / s, flags, label=f"esp-nn/{s}")
             for s in esp_nn_sources.sources_for("esp32s3")]
 
@@ -137,10 +134,11 @@ def engine_includes(root: Path | None = None) -> tuple[str, ...]:
             f"-I{root / 'include'}")
 
 
-def engine_units(kernels: str, root: Path | None = None) -> list[Unit]:
+def engine_units(kernels: str, root: Path | None = None,
+                 cc_flags: Sequence[str] = ()) -> list[Unit]:
     """The engine as an ESP32-S3 runtime, on ESP-NN's headers (never the host kernels)."""
     flags = (*targets.WARNINGS, *engine_includes(root),
-             *_dflags((*ENGINE_DEFINES, *_kernel_defines(kernels))))
+             *_dflags((*ENGINE_DEFINES, *_kernel_defines(kernels))), *cc_flags)
     srcs = sorted([*(ENGINE / "src").glob("*.c"), *(ENGINE / "ops").glob("*.c")])
     return [Unit(s, flags) for s in srcs]
 
@@ -150,25 +148,32 @@ def runtime_units() -> list[Unit]:
     return [Unit(s, () if s.suffix == ".S" else flags) for s in S3.runtime]
 
 
-def firmware(name: str, main_units: Sequence[Unit], kernels: str) -> Path:
-    """Compile (cached) and link one firmware ELF: ``main_units`` + runtime + engine + ESP-NN."""
+def firmware(name: str, main_units: Sequence[Unit], kernels: str,
+             engine_flags: Sequence[str] = (), cc_flags: Sequence[str] = ()) -> Path:
+    """Compile (cached) and link one firmware ELF: ``main_units`` + runtime + engine + ESP-NN.
+    ``engine_flags`` go to the engine only (e.g. ``-DESPNN_S3_KERNELS=0``), ``cc_flags`` to the
+    engine and ESP-NN (e.g. s3cc.py's ``--s3cc-*`` switches)."""
     require()
     root = esp_nn_dir()
     main_objs = build.compile_units(S3, [*main_units, *runtime_units()])
-    engine = build.archive(S3, build.compile_units(S3, engine_units(kernels, root)),
-                           f"espnn_engine_{kernels}")
-    espnn = build.archive(S3, build.compile_units(S3, esp_nn_units(kernels, root)),
+    engine = build.archive(
+        S3, build.compile_units(S3, engine_units(kernels, root, (*engine_flags, *cc_flags))),
+        f"espnn_engine_{kernels}")
+    espnn = build.archive(S3, build.compile_units(S3, esp_nn_units(kernels, root, cc_flags)),
                           f"esp_nn_{kernels}")
     return build.link(S3, [*main_objs, engine, espnn], f"{name}_{kernels}")
 
 
-def golden_firmware(generated: Path, kernels: str, name: str = "golden") -> Path:
-    """emulated/golden_main.c over a generated cases file (emulated/golden.py)."""
-    flags = (*targets.WARNINGS, *engine_includes())
+def golden_firmware(generated: Path, kernels: str, name: str = "golden",
+                    defines: Sequence[str] = (), engine_flags: Sequence[str] = (),
+                    cc_flags: Sequence[str] = ()) -> Path:
+    """emulated/golden_main.c over a generated cases file (emulated/golden.py); ``defines``
+    for the harness (GOLDEN_IN_PLACE_ONLY)."""
+    flags = (*targets.WARNINGS, *engine_includes(), *_dflags(defines))
     # the generated byte arrays are sized without a terminating NUL on purpose
     gen_flags = (*flags, "-Wno-unterminated-string-initialization")
     return firmware(name, [Unit(EMU / "golden_main.c", flags), Unit(generated, gen_flags)],
-                    kernels)
+                    kernels, engine_flags, cc_flags)
 
 
 # ------------------------------------------------------------------------- image and QEMU
@@ -231,3 +236,41 @@ def golden_cases(seed: int = 0) -> list[golden.GoldenCase]:
 
     return [golden.make_case(c.name, retarget(c.payload, PayloadTarget.ESP32S3), c.inputs)
             for c in all_cases(seed)]
+
+
+def zoo_cases(name: str, seed: int = 0) -> list[golden.GoldenCase]:
+    """Each delegate payload of a zoo model lowered for the esp32s3 (devkit.lowered_zoo), with
+    random inputs and the reference executor's outputs."""
+    import numpy as np
+
+    from devkit.lowered_zoo import lowered_zoo
+    from executorch_espnn.payload import decode
+    from executorch_espnn.payload.format import DType
+    from executorch_espnn.pte import delegate_payloads
+
+    out = []
+    for k, data in enumerate(delegate_payloads(lowered_zoo(name, "esp32s3").pte)):
+        p = decode(data)
+        rng = np.random.default_rng(seed + k)
+        inputs = [rng.standard_normal(p.tensors[t].dims).astype(np.float32)
+                  if p.tensors[t].dtype == DType.FLOAT32
+                  else rng.integers(-128, 128, p.tensors[t].dims, dtype=np.int8)
+                  for t in p.inputs]
+        out.append(golden.make_case(f"{name}.{k}", data, inputs))
+    return out
+
+
+def in_place_pool_bytes(cases: Sequence[golden.GoldenCase]) -> int:
+    """The harness pool for GOLDEN_IN_PLACE_ONLY: state, arena and io of the largest case."""
+    from executorch_espnn.payload import decode
+    from executorch_espnn.payload.state import state_bytes
+
+    def a16(n: int) -> int:
+        return (n + 15) & ~15
+
+    need = 0
+    for c in cases:
+        p = decode(c.payload)
+        io = sum(a16(len(b)) + 16 for b in (*c.inputs, *c.expected))
+        need = max(need, a16(state_bytes(p)) + 16 + a16(p.arena_size) + 16 + io)
+    return a16(need + 256)
