@@ -26,9 +26,9 @@
  *             past the input plus the top/left padding mirrored (ceil mode without padding):
  *             those go to ANSI.
  *
- * On every other build these are the plain ESP-NN calls.  ESPNN_S3_KERNELS can be forced on
- * a host build whose host_espnn provides the _esp32s3/_ansi names with these contracts as
- * checks (tests/test_s3_contracts.py).
+ * On every other build these are the plain ESP-NN calls.  ESPNN_S3_KERNELS=1 on a host build
+ * with ESPNN_HOST_S3_CONTRACTS calls host_espnn's stand-ins of the _esp32s3/_ansi names, whose
+ * _esp32s3 ones abort on any operand outside these contracts (tests/test_s3_contracts.py).
  */
 #ifndef ESPNN_S3_KERNELS_H
 #define ESPNN_S3_KERNELS_H
@@ -90,10 +90,12 @@ static inline void espnn_conv_s8(const data_dims_t *in_dims, const int8_t *in,
     if (!espnn_s3_conv_ok(in_dims, filt_dims, out_dims, cp->stride.width, cp->stride.height,
                           cp->padding.width, cp->padding.height)) {
         esp_nn_conv_s8_ansi(in_dims, in, filt_dims, filt, bias, out_dims, out, cp, q);
-        return;
+    } else {
+        esp_nn_conv_s8_esp32s3(in_dims, in, filt_dims, filt, bias, out_dims, out, cp, q);
     }
-#endif
+#else
     esp_nn_conv_s8(in_dims, in, filt_dims, filt, bias, out_dims, out, cp, q);
+#endif
 }
 
 static inline void espnn_depthwise_conv_s8(const data_dims_t *in_dims, const int8_t *in,
@@ -106,10 +108,12 @@ static inline void espnn_depthwise_conv_s8(const data_dims_t *in_dims, const int
     if (!espnn_s3_conv_ok(in_dims, filt_dims, out_dims, cp->stride.width, cp->stride.height,
                           cp->padding.width, cp->padding.height)) {
         esp_nn_depthwise_conv_s8_ansi(in_dims, in, filt_dims, filt, bias, out_dims, out, cp, q);
-        return;
+    } else {
+        esp_nn_depthwise_conv_s8_esp32s3(in_dims, in, filt_dims, filt, bias, out_dims, out, cp, q);
     }
-#endif
+#else
     esp_nn_depthwise_conv_s8(in_dims, in, filt_dims, filt, bias, out_dims, out, cp, q);
+#endif
 }
 
 static inline void espnn_avg_pool_s8(const int8_t *in, uint16_t w, uint16_t h, int8_t *out,
@@ -120,10 +124,13 @@ static inline void espnn_avg_pool_s8(const int8_t *in, uint16_t w, uint16_t h, i
 #if ESPNN_S3_KERNELS
     if (!espnn_windows_fit_mirrored_pad(w, h, ow, oh, sw, sh, kw, kh, pw, ph)) {
         esp_nn_avg_pool_s8_ansi(in, w, h, out, ow, oh, sw, sh, kw, kh, pw, ph, act_min, act_max, c);
-        return;
+    } else {
+        esp_nn_avg_pool_s8_esp32s3(in, w, h, out, ow, oh, sw, sh, kw, kh, pw, ph, act_min, act_max,
+                                   c);
     }
-#endif
+#else
     esp_nn_avg_pool_s8(in, w, h, out, ow, oh, sw, sh, kw, kh, pw, ph, act_min, act_max, c);
+#endif
 }
 
 static inline void espnn_mul_s8(const int8_t *a, const int8_t *b, int32_t a_off, int32_t b_off,
@@ -154,11 +161,14 @@ static inline void espnn_fc_s8(const int8_t *in, int32_t in_off, uint16_t k, con
     if (!espnn_s3_aligned(in, 8u)) {
         esp_nn_fully_connected_s8_ansi(in, in_off, k, filter, filter_off, bias, out, n_out,
                                        out_off, shift, mult, act_min, act_max);
-        return;
+    } else {
+        esp_nn_fully_connected_s8_esp32s3(in, in_off, k, filter, filter_off, bias, out, n_out,
+                                          out_off, shift, mult, act_min, act_max);
     }
-#endif
+#else
     esp_nn_fully_connected_s8(in, in_off, k, filter, filter_off, bias, out, n_out, out_off, shift,
                               mult, act_min, act_max);
+#endif
 }
 
 static inline void espnn_fc_per_ch_s8(const int8_t *in, int32_t in_off, uint16_t k,
@@ -170,11 +180,14 @@ static inline void espnn_fc_per_ch_s8(const int8_t *in, int32_t in_off, uint16_t
     if (!espnn_s3_aligned(in, 8u)) {
         esp_nn_fully_connected_per_ch_s8_ansi(in, in_off, k, filter, 0, bias, out, n_out, out_off,
                                               shift, mult, act_min, act_max);
-        return;
+    } else {
+        esp_nn_fully_connected_per_ch_s8_esp32s3(in, in_off, k, filter, 0, bias, out, n_out,
+                                                 out_off, shift, mult, act_min, act_max);
     }
-#endif
+#else
     esp_nn_fully_connected_per_ch_s8(in, in_off, k, filter, 0, bias, out, n_out, out_off, shift,
                                      mult, act_min, act_max);
+#endif
 }
 
 static inline void espnn_max_pool_s8(const int8_t *in, uint16_t w, uint16_t h, int8_t *out,
@@ -185,10 +198,13 @@ static inline void espnn_max_pool_s8(const int8_t *in, uint16_t w, uint16_t h, i
 #if ESPNN_S3_KERNELS
     if (c % ESPNN_S3_MAX_POOL_CHANNELS != 0u) {
         esp_nn_max_pool_s8_ansi(in, w, h, out, ow, oh, sw, sh, kw, kh, pw, ph, act_min, act_max, c);
-        return;
+    } else {
+        esp_nn_max_pool_s8_esp32s3(in, w, h, out, ow, oh, sw, sh, kw, kh, pw, ph, act_min, act_max,
+                                   c);
     }
-#endif
+#else
     esp_nn_max_pool_s8(in, w, h, out, ow, oh, sw, sh, kw, kh, pw, ph, act_min, act_max, c);
+#endif
 }
 
 #endif /* ESPNN_S3_KERNELS_H */
