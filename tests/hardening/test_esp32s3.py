@@ -33,8 +33,11 @@ RUNS_PER_CASE = 4  # emulated/golden_main.c: in place twice, constants copy, odd
 # The golden cases whose operands break an ESP-NN 1.2.3 S3 kernel's contract: what the S3
 # kernels compute for them when the engine does not route them to ANSI (measured, see
 # docs/engine.md "ESP32-S3 kernels").
+# mul_simd_and_tail is not among them: its 7-element tail happens to round right on these
+# inputs (the leftover path's wrong nudge changes an output only when it carries through the
+# final shift, ~1/64 of elements here); tests/test_s3_contracts.py proves its routing.
 CONTRACT_CASES = {
-    "mul_per_channel", "mul_simd_and_tail",  # the mul's scalar leftover path
+    "mul_per_channel",  # the mul's scalar leftover path (runs of 7)
     "fc_3d", "matmul_broadcast_a", "matmul_broadcast_b",  # FC input rows not 8-byte aligned
     "maxpool_3x3_s2_pad1",  # max pool channels % 4 != 0
     "conv_ch_not_mult8", "conv_3x3_right_pad_past_left",  # right pad > left pad
