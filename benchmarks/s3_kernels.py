@@ -1,5 +1,5 @@
 """Instructions of ESP-NN's ESP32-S3 SIMD kernels against its ANSI kernels, on the same emulated
-ESP32-S3 (Espressif's QEMU, ``-icount shift=0``): the tables of docs/benchmarks.md ("ESP-NN's
+ESP32-S3 (Espressif's QEMU, ``-icount shift=0,sleep=off``): the tables of docs/benchmarks.md ("ESP-NN's
 S3 kernels on the emulated ESP32-S3").
 
     ESPNN_XTENSA_S3_GNU_CONFIG=<esp32s3 plugin .so> ESPNN_ESP_NN_DIR=<esp-nn> \\
@@ -9,7 +9,7 @@ One firmware per kernel set (emulated/esp32s3.py: the engine with ESP-NN's S3 so
 with and without CONFIG_NN_OPTIMIZED) runs the same single-op payloads, sized like layers of the
 zoo's models, through the engine; each line is the guest instructions of one ``espnn_invoke``
 (the engine's own per-op work included, the same in both columns), read from CCOUNT (25
-instructions a tick under -icount shift=0, so +-25).  Each output is also compared with the
+instructions a tick under -icount shift=0,sleep=off, so +-25).  Each output is also compared with the
 reference executor, so a speed-up is only reported for a bit-exact result.  ``--zoo`` adds
 whole delegates of zoo models lowered for the esp32s3 (instructions per inference).
 """

@@ -204,8 +204,10 @@ def image(elf: Path) -> Path:
 
 
 def run(elf: Path, timeout: float = 300.0) -> EmuRun:
-    """Boot ``elf`` through the S3 ROM under ``-icount shift=0`` (CCOUNT then counts
-    instructions: INSNS_PER_TICK); a run past ``timeout`` seconds is killed.  UART0 is
+    """Boot ``elf`` through the S3 ROM under ``-icount shift=0,sleep=off`` (CCOUNT then counts
+    instructions, 25 a tick: board.c; without sleep=off QEMU's virtual clock also warps with
+    host time, and the same firmware measured up to 5 % apart); a run past ``timeout`` seconds
+    is killed.  UART0 is
     ``-serial mon:stdio``: with ``-semihosting`` and a plain ``stdio`` serial QEMU prints none
     of it."""
     require()
@@ -216,7 +218,7 @@ def run(elf: Path, timeout: float = 300.0) -> EmuRun:
         cmd = ["timeout", "--kill-after=5", str(timeout), str(qemu_dir() / "qemu-system-xtensa"),
                "-M", "esp32s3", "-nographic", "-monitor", "none", "-serial", "mon:stdio",
                "-semihosting",
-               "-icount", "shift=0", "-no-reboot", "-drive", f"file={drive},if=mtd,format=raw"]
+               "-icount", "shift=0,sleep=off", "-no-reboot", "-drive", f"file={drive},if=mtd,format=raw"]
         r = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, check=False)
     text = r.stdout.decode("utf-8", errors="replace").replace("\r\n", "\n")

@@ -57,7 +57,7 @@ void emu_write(const char *s, size_t n)
  * assembler knows neither simcall nor the CCOUNT register. */
 uint32_t emu_s3_ccount(void);
 
-#define INSNS_PER_TICK 25u /* emulated/esp32s3.py INSNS_PER_TICK: QEMU -icount shift=0 */
+#define INSNS_PER_TICK 25u /* emulated/esp32s3.py run(): QEMU -icount shift=0,sleep=off */
 
 /* Modulo 2^32 like CCOUNT itself, so differences stay exact; resolution 25 instructions. */
 uint32_t emu_insn_count(void)
