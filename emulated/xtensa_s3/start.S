@@ -218,9 +218,8 @@ emu_exit:
     .size emu_exit, . - emu_exit
 
     /* uint32_t emu_s3_ccount(void): the cycle counter.  Under -icount shift=0,sleep=off QEMU's
-     * virtual
-     * clock advances 1 ns per guest instruction and CCOUNT ticks at the core model's 40 MHz,
-     * so one tick is 25 instructions (board.c, INSNS_PER_TICK). */
+     * virtual clock advances 1 ns per guest instruction and CCOUNT ticks at the core model's
+     * 40 MHz, so one tick is 25 instructions (board.c, INSNS_PER_TICK). */
     .globl emu_s3_ccount
     .type emu_s3_ccount, @function
     .align 4
