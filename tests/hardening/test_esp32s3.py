@@ -44,9 +44,9 @@ CONTRACT_CASES = {
     "dw_ch8_right_pad_past_left",
     "avgpool_ceil_no_pad", "avgpool_ch8_ceil_no_pad",  # windows past the mirrored pad
 }
-# Zoo models whose whole program fits the S3's internal SRAM (no flash mapping here).
-ZOO_S3 = ("ds_cnn_kws", "resnet8", "island_net", "cumsum_net", "tiny_vit",
-          "mobilenet_v1_0.25_96_gray", "dense_autoencoder")
+# Zoo models whose delegates fit the S3's internal SRAM with their arena (no flash mapping here:
+# mobilenet_v1_0.25_96_gray overflows it by ~100 KiB, the MobileNetV2s by far more).
+ZOO_S3 = ("ds_cnn_kws", "resnet8", "island_net", "cumsum_net", "tiny_vit", "dense_autoencoder")
 
 
 def _need_firmware() -> None:
@@ -151,7 +151,8 @@ def _clang_s(tmp: Path, *flags: str) -> str:
 
 def test_stack_check_finds_clangs_unaligned_call_frames(tmp_path: Path) -> None:
     """A VLA keeps a frame pointer even with -fomit-frame-pointer; clang then moves SP by the
-    9th argument's 4 bytes around the call.  The check names it; the rounding removes it."""
+    12 bytes of the three stack arguments around the call.  The check names it; the rounding
+    removes it."""
     asm = _clang_s(tmp_path, "-fomit-frame-pointer")
     problems = s3cc.stack_problems(asm)
     assert problems and all(p.startswith("caller: line ") for p in problems), problems
@@ -159,7 +160,7 @@ def test_stack_check_finds_clangs_unaligned_call_frames(tmp_path: Path) -> None:
     assert n == 2, fixed  # the adjustment before the call and the one after it
     assert s3cc.stack_problems(fixed) == []
     moves = re.findall(r"addi\s+a\d+, a1, (-?\d+)\s+# s3cc: was (-?\d+)", fixed)
-    assert sorted(moves) == [("-16", "-4"), ("16", "4")], moves
+    assert sorted(moves) == [("-16", "-12"), ("16", "12")], moves
 
 
 def test_stack_check_accepts_aligned_code(tmp_path: Path) -> None:
