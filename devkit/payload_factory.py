@@ -1176,6 +1176,17 @@ def all_cases(seed: int = 0) -> list[Case]:
         batch_matmul_case("matmul_4d_heads", a_shape=(1, 3, 6, 4), b_shape=(1, 3, 4, 6), seed=s + 2),
         batch_matmul_case("matmul_broadcast_a", a_shape=(1, 4, 20), b_shape=(3, 20, 5), seed=s + 3),
         batch_matmul_case("matmul_broadcast_b", a_shape=(3, 4, 20), b_shape=(1, 20, 5), seed=s + 4),
+        # the operands ESP-NN's ESP32-S3 kernels compute wrongly (docs/engine.md, "ESP32-S3
+        # kernels"): the engine must route them to ESP-NN's ANSI kernels on the S3
+        binary_case("mul_simd_and_tail", Opcode.MUL, (1, 3, 5, 9), (1, 3, 5, 9), seed=s + 7),
+        conv_case("conv_3x3_right_pad_past_left", cin=16, h=6, w=6, cout=8, k=(3, 3),
+                  pad=(1, 0, 1, 2), seed=s + 7),
+        conv_case("dw_ch8_right_pad_past_left", cin=8, h=6, w=6, k=(3, 3), pad=(1, 0, 1, 2),
+                  depthwise_mult=1, seed=s + 7),
+        pool_case("avgpool_ch8_ceil_no_pad", avg=True, c=8, h=7, w=6, k=(2, 2), stride=(2, 2),
+                  ceil_mode=True, seed=s + 7),
+        pool_case("maxpool_ch8_ceil_no_pad", avg=False, c=8, h=7, w=6, k=(2, 2), stride=(2, 2),
+                  ceil_mode=True, seed=s + 7),
         # multi-op payloads: in place, aliasing, float boundary
         inplace_add_case("inplace_add", seed=s),
         inplace_lut_reshape_fc_case("inplace_lut_reshape_fc", seed=s),

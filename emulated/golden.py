@@ -69,7 +69,9 @@ def c_bytes(data: bytes) -> str:
     return "\n".join(lines)
 
 
-def render(cases: Iterable[GoldenCase], source: str) -> str:
+def render(cases: Iterable[GoldenCase], source: str, pool_bytes: int | None = None) -> str:
+    """The C file of ``cases``; ``pool_bytes`` overrides the pool sized for every placement
+    (a harness built GOLDEN_IN_PLACE_ONLY needs less)."""
     cases = list(cases)
     if not cases:
         raise ValueError("no golden cases to render")
@@ -78,7 +80,7 @@ def render(cases: Iterable[GoldenCase], source: str) -> str:
         raise ValueError("golden case names must be unique")
     env = rendering.environment(TEMPLATES)
     env.filters["c_bytes"] = c_bytes
-    pool = _align16(max(c.ram_bytes for c in cases) + 256)
+    pool = pool_bytes or _align16(max(c.ram_bytes for c in cases) + 256)
     return env.get_template("golden_cases.c.j2").render(cases=cases, source=source,
                                                         pool_bytes=pool)
 

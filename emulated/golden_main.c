@@ -12,6 +12,11 @@
  *
  * The last line is the verdict the test harness looks for; the exit status is 0 only when
  * every case passed.
+ *
+ * Target options: EMU_INSN_COUNT (the target has emu_insn_count(), e.g. the emulated ESP32-S3)
+ * adds the guest instructions of the first in-place invoke to each case's line;
+ * GOLDEN_IN_PLACE_ONLY runs only the in-place placement (for payloads too large to copy into
+ * the target's RAM, such as whole models on the ESP32-S3's SRAM).
  */
 #ifdef EMU_HOSTED
 #define _POSIX_C_SOURCE 200112L /* posix_memalign */
@@ -83,6 +88,7 @@ static void pool_exhausted(void)
 typedef struct tally {
     uint32_t runs;
     uint32_t bytes;
+    uint32_t insns; /* the first in-place invoke's (EMU_INSN_COUNT) */
 } tally_t;
 
 static void report_error(const char *name, const char *mode, const char *what,
@@ -121,7 +127,8 @@ static void report_mismatch(const char *name, const char *mode, uint32_t output,
 
 /* Bind io, invoke `repeat` times (re-poisoning the arena each time), compare every output. */
 static int invoke_and_compare(const golden_case_t *c, const char *mode, espnn_model_t *m,
-                              uint8_t *arena, uint32_t arena_bytes, int repeat, tally_t *t)
+                              uint8_t *arena, uint32_t arena_bytes, int repeat, tally_t *t,
+                              uint32_t *insns)
 {
     uint8_t *outs[ESPNN_MAX_IO];
     for (uint32_t k = 0; k < c->n_inputs; k++) {
@@ -157,7 +164,18 @@ static int invoke_and_compare(const golden_case_t *c, const char *mode, espnn_mo
         for (uint32_t k = 0; k < c->n_outputs; k++) {
             memset(outs[k], POISON_OUTPUT, c->expected_lens[k]);
         }
-        if (espnn_invoke(m, &err) != ESPNN_OK) {
+#ifdef EMU_INSN_COUNT
+        const uint32_t before = emu_insn_count();
+#else
+        (void)insns;
+#endif
+        const espnn_status_t st = espnn_invoke(m, &err);
+#ifdef EMU_INSN_COUNT
+        if (insns != NULL && r == 0) {
+            *insns = emu_insn_count() - before;
+        }
+#endif
+        if (st != ESPNN_OK) {
             report_error(c->name, mode, "invoke", &err);
             return 1;
         }
@@ -216,9 +234,13 @@ static int run_case(const golden_case_t *c, tally_t *t)
         report_error(c->name, "in place", "init", &err);
         return 1;
     }
-    if (invoke_and_compare(c, "in place", &m, arena, info.arena_bytes, 2, t) != 0) {
+    if (invoke_and_compare(c, "in place", &m, arena, info.arena_bytes, 2, t, &t->insns) != 0) {
         return 1;
     }
+#ifdef GOLDEN_IN_PLACE_ONLY
+    pool_release(0);
+    return 0;
+#endif
 
     /* 2. constants copied, payload scrubbed after init */
     pool_release(0);
@@ -234,7 +256,7 @@ static int run_case(const golden_case_t *c, tally_t *t)
         return 1;
     }
     memset(copy, POISON_PAYLOAD, c->payload_len);
-    if (invoke_and_compare(c, "consts", &m, arena, info.arena_bytes, 1, t) != 0) {
+    if (invoke_and_compare(c, "consts", &m, arena, info.arena_bytes, 1, t, NULL) != 0) {
         return 1;
     }
 
@@ -264,14 +286,14 @@ static int run_case(const golden_case_t *c, tally_t *t)
         report_error(c->name, "odd", "init", &err);
         return 1;
     }
-    const int rc = invoke_and_compare(c, "odd", &m, arena, info.arena_bytes, 1, t);
+    const int rc = invoke_and_compare(c, "odd", &m, arena, info.arena_bytes, 1, t, NULL);
     pool_release(0);
     return rc;
 }
 
 int main(void)
 {
-    tally_t t = {0, 0};
+    tally_t t = {0, 0, 0};
     uint32_t failures = 0;
     emu_puts("golden: ");
     emu_put_u32(golden_case_count);
@@ -293,7 +315,13 @@ int main(void)
         emu_put_u32(t.runs - before.runs);
         emu_puts(" runs, ");
         emu_put_u32(t.bytes - before.bytes);
+#ifdef EMU_INSN_COUNT
+        emu_puts(" bytes, ");
+        emu_put_u32(t.insns);
+        emu_puts(" insns/invoke)\n");
+#else
         emu_puts(" bytes)\n");
+#endif
     }
     emu_puts(failures == 0 ? "EMU VERDICT PASS" : "EMU VERDICT FAIL");
     emu_puts(" target=");

@@ -79,6 +79,13 @@ class Target:
     env: tuple[tuple[str, str], ...] = ()
     cxx: str = ""  # the C++ compiler, when the target has a C++ library
     cxxflags: tuple[str, ...] = ()  # C++-only flags after cflags
+    ar: str = ""  # the archiver, when not the cross compiler's own (<prefix>ar) or the host's
+
+    @property
+    def archiver(self) -> str:
+        if self.ar:
+            return self.ar
+        return self.cc.removesuffix("gcc") + "ar" if self.cc.endswith("gcc") and self.emulated else "ar"
 
     @property
     def emulated(self) -> bool:
@@ -256,7 +263,7 @@ def build_library(target: Target, sources: Sequence[Path], name: str,
     out = cache_dir() / f"lib{name}-{target.name}-{_hash(target, sources, incs, flags)}.a"
     if out.exists():
         return out
-    ar = target.cc.removesuffix("gcc") + "ar" if target.emulated else "ar"
+    ar = target.archiver
     with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
         objs = []
         for i, src in enumerate(sources):

@@ -32,9 +32,9 @@ import engine_helpers as eh
 import numpy as np
 import numpy.typing as npt
 import pytest
-from scratch_helpers import op_scratch
 
 from devkit import payload_factory as pf
+from devkit.scratch_helpers import op_scratch
 from executorch_espnn.payload import (
     DType,
     Opcode,

@@ -12,9 +12,9 @@ import engine_helpers as eh
 import numpy as np
 import numpy.typing as npt
 import pytest
-from scratch_helpers import op_scratch, retarget
 
 from devkit import payload_factory as pf
+from devkit.scratch_helpers import op_scratch, retarget
 from devkit.zoo import ZOO
 from executorch_espnn.payload import decode
 from executorch_espnn.payload.format import DType, Opcode, Target

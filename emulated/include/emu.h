@@ -29,6 +29,11 @@ void emu_put_u32(uint32_t v);
 void emu_put_i32(int32_t v);
 void emu_put_hex32(uint32_t v);
 
+#ifdef EMU_INSN_COUNT
+/* Guest instructions executed so far, modulo 2^32 (targets that can count them). */
+uint32_t emu_insn_count(void);
+#endif
+
 /* The name of the target, for the verdict line ("rv32imac", "lx106"). */
 extern const char emu_target_name[];
 

@@ -8,6 +8,10 @@
  * round-to-nearest-even, signed zeros, subnormals in and out, infinities and quiet NaNs;
  * tests/hardening/test_emulated.py compiles this file natively (EMU_LIBGCC_HOST_TEST renames
  * the entry points) and checks it against the host FPU bit for bit.
+ *
+ * EMU_LIBGCC_FULL (targets with no libgcc at all: the ESP32-S3's windowed ABI, built by clang,
+ * emulated/xtensa_s3/) adds what Debian's lx106 libgcc does have: the 64-bit divide-with-
+ * remainder under the 64-bit division helpers, and single-precision division.
  */
 #include <stdint.h>
 
@@ -17,9 +21,17 @@
 #define EMU_LIBGCC(name) name
 #endif
 
+#ifdef EMU_LIBGCC_FULL
+#define EMU_UDIVMODDI4 EMU_LIBGCC(__udivmoddi4)
+#define EMU_DIVMODDI4 EMU_LIBGCC(__divmoddi4)
+float EMU_LIBGCC(__divsf3)(float a, float b);
+#else
 /* Provided by Debian's libgcc for lx106. */
-uint64_t __udivmoddi4(uint64_t n, uint64_t d, uint64_t *rem);
-int64_t __divmoddi4(int64_t n, int64_t d, int64_t *rem);
+#define EMU_UDIVMODDI4 __udivmoddi4
+#define EMU_DIVMODDI4 __divmoddi4
+#endif
+uint64_t EMU_UDIVMODDI4(uint64_t n, uint64_t d, uint64_t *rem);
+int64_t EMU_DIVMODDI4(int64_t n, int64_t d, int64_t *rem);
 
 uint32_t EMU_LIBGCC(__udivsi3)(uint32_t n, uint32_t d);
 uint32_t EMU_LIBGCC(__umodsi3)(uint32_t n, uint32_t d);
@@ -102,22 +114,67 @@ int64_t EMU_LIBGCC(__muldi3)(int64_t a, int64_t b)
     return (int64_t)(((uint64_t)hi << 32) | lo);
 }
 
+#ifdef EMU_LIBGCC_FULL
+/* Restoring division, one bit per step (64-bit shifts and compares only); d == 0 gives all
+ * ones and remainder n, as udivmod32. */
+uint64_t EMU_LIBGCC(__udivmoddi4)(uint64_t n, uint64_t d, uint64_t *rem)
+{
+    if ((n >> 32) == 0u && (d >> 32) == 0u) {
+        uint32_t r32;
+        const uint32_t q32 = udivmod32((uint32_t)n, (uint32_t)d, &r32);
+        if (rem) {
+            *rem = r32;
+        }
+        return q32;
+    }
+    uint64_t q = 0, r = 0;
+    for (int i = 63; i >= 0; i--) {
+        const uint64_t top = r >> 63;
+        r = (r << 1) | ((n >> i) & 1u);
+        if (top != 0u || r >= d) {
+            r -= d;
+            q |= (uint64_t)1 << i;
+        }
+    }
+    if (rem) {
+        *rem = r;
+    }
+    return q;
+}
+
+/* Truncating signed division: quotient toward zero, remainder with the dividend's sign. */
+int64_t EMU_LIBGCC(__divmoddi4)(int64_t n, int64_t d, int64_t *rem)
+{
+    const uint64_t un = n < 0 ? 0u - (uint64_t)n : (uint64_t)n;
+    const uint64_t ud = d < 0 ? 0u - (uint64_t)d : (uint64_t)d;
+    uint64_t ur;
+    uint64_t uq = EMU_LIBGCC(__udivmoddi4)(un, ud, &ur);
+    if ((n < 0) != (d < 0)) {
+        uq = 0u - uq;
+    }
+    if (rem) {
+        *rem = (int64_t)(n < 0 ? 0u - ur : ur);
+    }
+    return (int64_t)uq;
+}
+#endif
+
 uint64_t EMU_LIBGCC(__udivdi3)(uint64_t n, uint64_t d)
 {
-    return __udivmoddi4(n, d, (uint64_t *)0);
+    return EMU_UDIVMODDI4(n, d, (uint64_t *)0);
 }
 
 uint64_t EMU_LIBGCC(__umoddi3)(uint64_t n, uint64_t d)
 {
     uint64_t r;
-    (void)__udivmoddi4(n, d, &r);
+    (void)EMU_UDIVMODDI4(n, d, &r);
     return r;
 }
 
 int64_t EMU_LIBGCC(__divdi3)(int64_t n, int64_t d)
 {
     int64_t r;
-    return __divmoddi4(n, d, &r);
+    return EMU_DIVMODDI4(n, d, &r);
 }
 
 /* -------------------------------------------------------------------------------- floats */
@@ -339,3 +396,48 @@ float EMU_LIBGCC(__floatunsisf)(uint32_t u)
 {
     return sf_float(sf_from_u32(0u, u));
 }
+
+#ifdef EMU_LIBGCC_FULL
+static uint32_t sf_div(uint32_t a, uint32_t b)
+{
+    if (sf_is_nan(a)) {
+        return a | SF_QUIET_BIT;
+    }
+    if (sf_is_nan(b)) {
+        return b | SF_QUIET_BIT;
+    }
+    uint32_t sign = (a ^ b) & SF_SIGN;
+    uint32_t mag_a = a & ~SF_SIGN, mag_b = b & ~SF_SIGN;
+    if (mag_a == SF_INF) {
+        return mag_b == SF_INF ? SF_QNAN : (sign | SF_INF);
+    }
+    if (mag_b == SF_INF) {
+        return sign;
+    }
+    if (mag_b == 0u) {
+        return mag_a == 0u ? SF_QNAN : (sign | SF_INF);
+    }
+    if (mag_a == 0u) {
+        return sign;
+    }
+    int32_t ea, eb;
+    uint64_t ma = unpack(a, &ea), mb = unpack(b, &eb);
+    /* q = (ma / mb) * 2^31 in (2^30, 2^32); a / b = q * 2^(ea - eb - 31) */
+    uint64_t r;
+    uint64_t q = EMU_UDIVMODDI4(ma << 31, mb, &r);
+    uint32_t sig;
+    int32_t e = ea - eb + 126;
+    if (q >= ((uint64_t)1 << 31)) {
+        sig = (uint32_t)(q >> 1) | (uint32_t)(q & 1u) | (r != 0u);
+        e += 1;
+    } else {
+        sig = (uint32_t)q | (r != 0u);
+    }
+    return round_pack(sign, e, sig);
+}
+
+float EMU_LIBGCC(__divsf3)(float a, float b)
+{
+    return sf_float(sf_div(sf_bits(a), sf_bits(b)));
+}
+#endif

@@ -60,6 +60,7 @@ set(ESPNN_HOST_KERNEL_SRCS
     ${_espnn_root}/host_espnn/src/max_pool_s8.c
     ${_espnn_root}/host_espnn/src/mul_broadcast_channel_s8.c
     ${_espnn_root}/host_espnn/src/mul_elementwise_s8.c
+    ${_espnn_root}/host_espnn/src/s3_contracts.c
     ${_espnn_root}/host_espnn/src/scratch_guard.c
     ${_espnn_root}/host_espnn/src/softmax_s8.c)
 set(ESPNN_HOST_KERNEL_INCLUDE_DIRS ${_espnn_root}/host_espnn/include)

@@ -51,17 +51,21 @@ def _smoke(target: targets.Target, *defines: str) -> targets.EmuRun:
 # ------------------------------------------------------------------------------- the harness
 
 
-def test_lx106_libgcc_supplements_match_host_fpu(tmp_path: Path) -> None:
-    """Our soft-float and integer helpers for the lx106 agree with the host bit for bit."""
+@pytest.mark.parametrize("full", [False, True], ids=["lx106", "full"])
+def test_lx106_libgcc_supplements_match_host_fpu(tmp_path: Path, full: bool) -> None:
+    """Our soft-float and integer helpers agree with the host bit for bit: the lx106's
+    supplements, and with EMU_LIBGCC_FULL (the ESP32-S3, no libgcc at all) the 64-bit
+    divide-with-remainder under the division helpers and __divsf3 too."""
     exe = tmp_path / "libgcc_check"
     subprocess.run(["gcc", "-O2", "-std=c11", "-Wall", "-Wextra", "-Werror",
-                    "-DEMU_LIBGCC_HOST_TEST", str(LIBGCC_CHECK),
-                    str(targets.EMU / "xtensa_lx106" / "libgcc_extra.c"), "-o", str(exe)],
-                   check=True)
+                    "-DEMU_LIBGCC_HOST_TEST", *(["-DEMU_LIBGCC_FULL"] if full else []),
+                    str(LIBGCC_CHECK), str(targets.EMU / "xtensa_lx106" / "libgcc_extra.c"),
+                    "-o", str(exe)], check=True)
     r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120, check=False)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.strip().endswith("libgcc_extra: PASS")
-    for helper in ("__addsf3", "__subsf3", "__mulsf3", "int->float", "integers"):
+    for helper in ("__addsf3", "__subsf3", "__mulsf3", "int->float", "integers",
+                   *(("__divsf3",) if full else ())):
         assert f"{helper} ok" in r.stdout
 
 

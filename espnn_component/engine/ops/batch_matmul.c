@@ -11,7 +11,7 @@
  */
 #include <stddef.h>
 
-#include "espnn_esp_nn.h"
+#include "espnn_s3_kernels.h"
 #include "espnn_internal.h"
 #include "espnn_util.h"
 
@@ -115,9 +115,9 @@ static void eval(const espnn_exec_t *x)
         const int8_t *filt = bt + (size_t)bi * s->b_stride;
         int8_t *ob = out + (size_t)bi * s->m * s->n;
         for (uint32_t r = 0; r < s->m; r++) {
-            esp_nn_fully_connected_s8(ab + (size_t)r * s->k, s->a_offset, s->k, filt, s->b_offset,
-                                      NULL, ob + (size_t)r * s->n, s->n, s->out_offset,
-                                      s->out_shift, s->out_mult, s->act_min, s->act_max);
+            espnn_fc_s8(ab + (size_t)r * s->k, s->a_offset, (uint16_t)s->k, filt, s->b_offset, NULL,
+                        ob + (size_t)r * s->n, (uint16_t)s->n, s->out_offset, s->out_shift,
+                        s->out_mult, s->act_min, s->act_max);
         }
     }
 }

@@ -5,7 +5,7 @@
  */
 #include <stddef.h>
 
-#include "espnn_esp_nn.h"
+#include "espnn_s3_kernels.h"
 #include "espnn_conv_common.h"
 #include "espnn_fixedpoint.h"
 
@@ -78,9 +78,9 @@ static void eval_espnn(const espnn_exec_t *x, const espnn_conv_geom_t *g)
     const size_t out_img = (size_t)g->oh * g->ow * g->cout;
     for (uint32_t n = 0; n < g->n; n++) {
         esp_nn_set_depthwise_conv_scratch_buf(x->scratch);
-        esp_nn_depthwise_conv_s8(&in, (const int8_t *)x->in[0] + n * in_img, &filt,
-                                 (const int8_t *)x->in[1], (const int32_t *)x->in[2], &out,
-                                 (int8_t *)x->out + n * out_img, &cp, &q);
+        espnn_depthwise_conv_s8(&in, (const int8_t *)x->in[0] + n * in_img, &filt,
+                                (const int8_t *)x->in[1], (const int32_t *)x->in[2], &out,
+                                (int8_t *)x->out + n * out_img, &cp, &q);
     }
 }
 

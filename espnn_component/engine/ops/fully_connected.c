@@ -6,7 +6,7 @@
  */
 #include <stddef.h>
 
-#include "espnn_esp_nn.h"
+#include "espnn_s3_kernels.h"
 #include "espnn_internal.h"
 #include "espnn_util.h"
 
@@ -88,13 +88,12 @@ static void eval(const espnn_exec_t *x)
         const int8_t *row = in + (size_t)r * s->k;
         int8_t *dst = out + (size_t)r * s->n_out;
         if (x->op->kernel == FC_KERNEL_PER_TENSOR) {
-            esp_nn_fully_connected_s8(row, s->in_offset, s->k, filter, 0, bias, dst, s->n_out,
-                                      s->out_offset, s->shift, s->mult, s->act_min, s->act_max);
+            espnn_fc_s8(row, s->in_offset, (uint16_t)s->k, filter, 0, bias, dst, (uint16_t)s->n_out,
+                        s->out_offset, s->shift, s->mult, s->act_min, s->act_max);
         } else {
-            esp_nn_fully_connected_per_ch_s8(row, s->in_offset, s->k, filter, 0, bias, dst,
-                                             s->n_out, s->out_offset,
-                                             (const int32_t *)x->in[4], (const int32_t *)x->in[3],
-                                             s->act_min, s->act_max);
+            espnn_fc_per_ch_s8(row, s->in_offset, (uint16_t)s->k, filter, bias, dst,
+                               (uint16_t)s->n_out, s->out_offset, (const int32_t *)x->in[4],
+                               (const int32_t *)x->in[3], s->act_min, s->act_max);
         }
     }
 }

@@ -8,7 +8,7 @@
  * nudge (not TFLite's), so on S3 optimised builds the per-channel case uses the elementwise
  * kernel per run instead, keeping results bit-exact with the reference.
  */
-#include "espnn_esp_nn.h"
+#include "espnn_s3_kernels.h"
 #include "espnn_broadcast.h"
 #include "espnn_fixedpoint.h"
 
@@ -84,11 +84,10 @@ static espnn_status_t prepare(espnn_prep_t *p)
 static void run_kernel(const espnn_exec_t *x, uint32_t a, uint32_t b, uint32_t o, uint32_t n)
 {
     const int32_t *p = ((const mul_state_t *)x->data)->p;
-    esp_nn_mul_elementwise_s8((const int8_t *)x->in[0] + a, (const int8_t *)x->in[1] + b,
-                              p[ESPNN_P_MUL_A_OFFSET], p[ESPNN_P_MUL_B_OFFSET],
-                              (int8_t *)x->out + o, p[ESPNN_P_MUL_OUT_OFFSET],
-                              p[ESPNN_P_MUL_OUT_MULT], p[ESPNN_P_MUL_OUT_SHIFT],
-                              p[ESPNN_P_MUL_ACT_MIN], p[ESPNN_P_MUL_ACT_MAX], (int32_t)n);
+    espnn_mul_s8((const int8_t *)x->in[0] + a, (const int8_t *)x->in[1] + b,
+                 p[ESPNN_P_MUL_A_OFFSET], p[ESPNN_P_MUL_B_OFFSET], (int8_t *)x->out + o,
+                 p[ESPNN_P_MUL_OUT_OFFSET], p[ESPNN_P_MUL_OUT_MULT], p[ESPNN_P_MUL_OUT_SHIFT],
+                 p[ESPNN_P_MUL_ACT_MIN], p[ESPNN_P_MUL_ACT_MAX], (int32_t)n);
 }
 
 static void run_own(const espnn_exec_t *x, uint32_t a, uint32_t b, uint32_t o, uint32_t n)

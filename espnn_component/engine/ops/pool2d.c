@@ -13,7 +13,7 @@
  */
 #include <stddef.h>
 
-#include "espnn_esp_nn.h"
+#include "espnn_s3_kernels.h"
 #include "espnn_fixedpoint.h"
 #include "espnn_float.h"
 #include "espnn_internal.h"
@@ -231,9 +231,9 @@ static void eval_max(const espnn_exec_t *x)
     const pool_state_t *s = (const pool_state_t *)x->data;
     const size_t in_img = (size_t)s->h * s->w * s->c, out_img = (size_t)s->oh * s->ow * s->c;
     for (uint32_t n = 0; n < s->n; n++) {
-        esp_nn_max_pool_s8((const int8_t *)x->in[0] + n * in_img, s->w, s->h,
-                           (int8_t *)x->out + n * out_img, s->ow, s->oh, s->sw, s->sh, s->kw,
-                           s->kh, s->pl, s->pt, s->act_min, s->act_max, s->c);
+        espnn_max_pool_s8((const int8_t *)x->in[0] + n * in_img, s->w, s->h,
+                          (int8_t *)x->out + n * out_img, s->ow, s->oh, s->sw, s->sh, s->kw, s->kh,
+                          s->pl, s->pt, s->act_min, s->act_max, s->c);
     }
 }
 
@@ -284,8 +284,8 @@ static void eval_avg(const espnn_exec_t *x)
         if (x->op->kernel == POOL_KERNEL_AVG_INCLUDE_PAD) {
             avg_include_pad(s, in, out);
         } else {
-            esp_nn_avg_pool_s8(in, s->w, s->h, out, s->ow, s->oh, s->sw, s->sh, s->kw, s->kh,
-                               s->pl, s->pt, s->act_min, s->act_max, s->c);
+            espnn_avg_pool_s8(in, s->w, s->h, out, s->ow, s->oh, s->sw, s->sh, s->kw, s->kh,
+                              s->pl, s->pt, s->act_min, s->act_max, s->c);
         }
     }
 }

@@ -139,7 +139,7 @@ void espnn_scratch_geom_of(const espnn_prep_t *p, const espnn_conv_geom_t *cg,
     g->stride_w = cg->stride_w;
     g->stride_h = cg->stride_h;
     g->ch_mult = cg->groups;
-    g->filter_aligned16 = (((uintptr_t)(p->consts + f.offset)) & 15u) == 0u;
+    g->filter_aligned16 = ((p->consts_addr + f.offset) & 15u) == 0u;
 }
 
 espnn_status_t espnn_prep_scratch(espnn_prep_t *p, uint32_t need)

@@ -32,7 +32,7 @@ static espnn_status_t validate(const uint8_t *buf, size_t len, espnn_hdr_t *hdr,
 {
     espnn_status_t st = espnn_parse_structure(buf, len, hdr, err);
     if (st == ESPNN_OK) {
-        st = espnn_validate_ops(buf, hdr, err, NULL, NULL);
+        st = espnn_validate_ops(buf, hdr, NULL, err, NULL, NULL);
     }
     return st;
 }
@@ -101,8 +101,8 @@ static void bind_op(void *vctx, uint32_t i, const espnn_oprec_t *rec, const espn
     ctx->cursor += ids_bytes + fam->state_bytes;
 }
 
-static void build_state(const uint8_t *buf, const espnn_hdr_t *h, uint8_t *state,
-                        uint32_t total)
+static void build_state(const uint8_t *buf, const espnn_hdr_t *h, const uint8_t *consts,
+                        uint8_t *state, uint32_t total)
 {
     struct espnn_state *s = (struct espnn_state *)(void *)state;
     s->magic = ESPNN_STATE_MAGIC;
@@ -141,7 +141,7 @@ static void build_state(const uint8_t *buf, const espnn_hdr_t *h, uint8_t *state
         io[k].zero_point = t.zero_point;
     }
     bind_ctx_t ctx = {state, (espnn_op_rt_t *)(void *)(state + s->ops_at), s->data_at};
-    (void)espnn_validate_ops(buf, h, NULL, bind_op, &ctx); /* validated: cannot fail */
+    (void)espnn_validate_ops(buf, h, consts, NULL, bind_op, &ctx); /* validated: cannot fail */
 }
 
 espnn_status_t espnn_init(espnn_model_t *model, const void *payload, size_t len,
@@ -156,7 +156,24 @@ espnn_status_t espnn_init(espnn_model_t *model, const void *payload, size_t len,
     memset(model, 0, sizeof *model);
     const uint8_t *buf = (const uint8_t *)payload;
     espnn_hdr_t hdr;
-    espnn_status_t st = validate(buf, len, &hdr, err);
+    espnn_status_t st = espnn_parse_structure(buf, len, &hdr, err);
+    if (st != ESPNN_OK) {
+        return st;
+    }
+    const uint8_t *cbase = consts != NULL ? (const uint8_t *)consts : buf + hdr.const_offset;
+    /* Multi-byte constants are read with typed loads by the kernels: check the real address
+     * (a payload copied to an odd address would otherwise trap on Xtensa), before the ops'
+     * prepare, whose scratch checks depend on where the filters really are. */
+    for (uint32_t i = 0; i < hdr.n_tensors; i++) {
+        espnn_tview_t t;
+        espnn_tensor_decode(buf, &hdr, i, &t);
+        if (t.storage == ESPNN_STORAGE_CONST && t.esize > 1 &&
+            (uintptr_t)(cbase + t.offset) % t.esize != 0) {
+            return espnn_fail(err, ESPNN_ERR_ALIGNMENT, "offset", -1, -1, (int32_t)i,
+                              (int64_t)((uintptr_t)(cbase + t.offset) % t.esize), t.esize);
+        }
+    }
+    st = espnn_validate_ops(buf, &hdr, cbase, err, NULL, NULL);
     if (st != ESPNN_OK) {
         return st;
     }
@@ -180,19 +197,7 @@ espnn_status_t espnn_init(espnn_model_t *model, const void *payload, size_t len,
         return arg_fail(err, ESPNN_ERR_ALIGNMENT, "arena",
                         (int64_t)((uintptr_t)arena % ESPNN_ARENA_ALIGN), ESPNN_ARENA_ALIGN);
     }
-    const uint8_t *cbase = consts != NULL ? (const uint8_t *)consts : buf + hdr.const_offset;
-    /* Multi-byte constants are read with typed loads by the kernels: check the real address
-     * (a payload copied to an odd address would otherwise trap on Xtensa). */
-    for (uint32_t i = 0; i < hdr.n_tensors; i++) {
-        espnn_tview_t t;
-        espnn_tensor_decode(buf, &hdr, i, &t);
-        if (t.storage == ESPNN_STORAGE_CONST && t.esize > 1 &&
-            (uintptr_t)(cbase + t.offset) % t.esize != 0) {
-            return espnn_fail(err, ESPNN_ERR_ALIGNMENT, "offset", -1, -1, (int32_t)i,
-                              (int64_t)((uintptr_t)(cbase + t.offset) % t.esize), t.esize);
-        }
-    }
-    build_state(buf, &hdr, (uint8_t *)state, info.state_bytes);
+    build_state(buf, &hdr, cbase, (uint8_t *)state, info.state_bytes);
     model->consts = cbase;
     model->arena = (uint8_t *)arena;
     model->state = (struct espnn_state *)state;

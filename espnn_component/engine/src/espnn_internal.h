@@ -117,7 +117,11 @@ const espnn_op_spec_t *espnn_op_spec(uint32_t opcode); /* NULL if unknown */
 typedef struct espnn_prep {
     const uint8_t *payload;
     const espnn_hdr_t *hdr;
-    const uint8_t *consts; /* payload + const_offset: read byte-wise only */
+    const uint8_t *consts; /* the constants (payload + const_offset, or the caller's copy): read
+                            * byte-wise only */
+    /* where the kernels will read the constants from: the real address in espnn_init, the
+     * payload's own offset in espnn_inspect (placement unknown: a 16-aligned payload) */
+    uintptr_t consts_addr;
     espnn_error_t *err;
     uint32_t op_index, opcode, n_inputs;
     uint16_t ids[ESPNN_MAX_OP_INPUTS + 1]; /* inputs, then the output */

@@ -18,12 +18,15 @@ void espnn_oprec_decode(const uint8_t *payload, uint32_t pos, espnn_oprec_t *r);
 espnn_status_t espnn_parse_structure(const uint8_t *buf, size_t len, espnn_hdr_t *hdr,
                                      espnn_error_t *err);
 
-/* Every op's semantic rules (its family's prepare) and the dataflow rules.  With `sink`
- * non-NULL, each op's prepared state is handed to it (used by espnn_init to fill the state). */
+/* Every op's semantic rules (its family's prepare) and the dataflow rules.  `consts` is where
+ * the kernels will read the constants (NULL: in the payload): prepare checks the real filter
+ * alignment the S3 kernels' scratch depends on.  With `sink` non-NULL, each op's prepared
+ * state is handed to it (used by espnn_init to fill the state). */
 typedef void (*espnn_prep_sink_t)(void *ctx, uint32_t op_index, const espnn_oprec_t *rec,
                                   const espnn_prep_t *p);
 espnn_status_t espnn_validate_ops(const uint8_t *buf, const espnn_hdr_t *hdr,
-                                  espnn_error_t *err, espnn_prep_sink_t sink, void *sink_ctx);
+                                  const uint8_t *consts, espnn_error_t *err,
+                                  espnn_prep_sink_t sink, void *sink_ctx);
 
 /* Bytes the decoded state needs (same formula as executorch_espnn/payload/state.py). */
 uint32_t espnn_state_bytes(const uint8_t *buf, const espnn_hdr_t *hdr);

@@ -237,16 +237,17 @@ espnn_status_t espnn_prep_weighted(espnn_prep_t *p, uint32_t i_in_offset, uint32
 
 /* ---- the op pass ---------------------------------------------------------------------- */
 
-static espnn_status_t prepare_op(const uint8_t *buf, const espnn_hdr_t *hdr, espnn_error_t *err,
-                                 uint32_t i, const espnn_oprec_t *rec, espnn_prep_t *p,
-                                 uint32_t *data)
+static espnn_status_t prepare_op(const uint8_t *buf, const espnn_hdr_t *hdr,
+                                 const uint8_t *consts, espnn_error_t *err, uint32_t i,
+                                 const espnn_oprec_t *rec, espnn_prep_t *p, uint32_t *data)
 {
     const espnn_op_spec_t *spec = espnn_op_spec(rec->opcode);
     const espnn_op_family_t *fam = espnn_op_family(rec->opcode);
     memset(p, 0, sizeof *p);
     p->payload = buf;
     p->hdr = hdr;
-    p->consts = buf + hdr->const_offset;
+    p->consts = consts != NULL ? consts : buf + hdr->const_offset;
+    p->consts_addr = consts != NULL ? (uintptr_t)consts : (uintptr_t)hdr->const_offset;
     p->err = err;
     p->op_index = i;
     p->opcode = rec->opcode;
@@ -363,7 +364,8 @@ static espnn_status_t check_dataflow(const uint8_t *buf, const espnn_hdr_t *hdr,
 }
 
 espnn_status_t espnn_validate_ops(const uint8_t *buf, const espnn_hdr_t *hdr,
-                                  espnn_error_t *err, espnn_prep_sink_t sink, void *sink_ctx)
+                                  const uint8_t *consts, espnn_error_t *err,
+                                  espnn_prep_sink_t sink, void *sink_ctx)
 {
     uint32_t data[ESPNN_MAX_FAMILY_STATE / 4];
     espnn_prep_t p;
@@ -372,7 +374,7 @@ espnn_status_t espnn_validate_ops(const uint8_t *buf, const espnn_hdr_t *hdr,
         espnn_oprec_t rec;
         espnn_oprec_decode(buf, pos, &rec);
         pos += rec.record_size;
-        espnn_status_t st = prepare_op(buf, hdr, err, i, &rec, &p, data);
+        espnn_status_t st = prepare_op(buf, hdr, consts, err, i, &rec, &p, data);
         if (st != ESPNN_OK) {
             return st;
         }

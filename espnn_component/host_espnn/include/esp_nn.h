@@ -126,6 +126,53 @@ void esp_nn_softmax_s8(const int8_t *input_data, const int32_t height, const int
                        const int32_t mult, const int32_t shift, const int32_t diff_min,
                        int8_t *output_data);
 
+#ifdef ESPNN_HOST_S3_CONTRACTS
+/* Test builds only (tests/test_s3_contracts.py, with ESPNN_S3_KERNELS=1): stand-ins for the
+ * names ESP-NN's ESP32-S3 build has for its S3 and ANSI kernels.  Both compute with the host
+ * kernels above; the _esp32s3 ones abort on any operand outside the S3 kernel's contract
+ * (engine/src/espnn_s3_kernels.h), so a run proves the engine never hands one over. */
+#define HN_POOL_PARAMS \
+    const int8_t *input, const uint16_t input_wd, const uint16_t input_ht, int8_t *output, \
+        const uint16_t output_wd, const uint16_t output_ht, const uint16_t stride_wd, \
+        const uint16_t stride_ht, const uint16_t filter_wd, const uint16_t filter_ht, \
+        const uint16_t pad_wd, const uint16_t pad_ht, const int32_t activation_min, \
+        const int32_t activation_max, const uint16_t channels
+#define HN_S3_AND_ANSI(name, params) \
+    void name##_esp32s3 params; \
+    void name##_ansi params;
+HN_S3_AND_ANSI(esp_nn_mul_elementwise_s8,
+               (const int8_t *input1_data, const int8_t *input2_data,
+                const int32_t input1_offset, const int32_t input2_offset, int8_t *output,
+                const int32_t out_offset, const int32_t out_mult, const int32_t out_shift,
+                const int32_t activation_min, const int32_t activation_max, const int32_t size))
+HN_S3_AND_ANSI(esp_nn_conv_s8,
+               (const data_dims_t *input_dims, const int8_t *input_data,
+                const data_dims_t *filter_dims, const int8_t *filter_data, const int32_t *bias,
+                const data_dims_t *output_dims, int8_t *out_data,
+                const conv_params_t *conv_params, const quant_data_t *quant_data))
+HN_S3_AND_ANSI(esp_nn_depthwise_conv_s8,
+               (const data_dims_t *input_dims, const int8_t *input_data,
+                const data_dims_t *filter_dims, const int8_t *filter_data, const int32_t *bias,
+                const data_dims_t *output_dims, int8_t *out_data,
+                const dw_conv_params_t *conv_params, const quant_data_t *quant_data))
+HN_S3_AND_ANSI(esp_nn_max_pool_s8, (HN_POOL_PARAMS))
+HN_S3_AND_ANSI(esp_nn_avg_pool_s8, (HN_POOL_PARAMS))
+HN_S3_AND_ANSI(esp_nn_fully_connected_s8,
+               (const int8_t *input_data, const int32_t input_offset, const uint16_t row_len,
+                const int8_t *filter_data, const int32_t filter_offset, const int32_t *bias,
+                int8_t *out_data, const uint16_t out_channels, const int32_t out_offset,
+                const int32_t out_shift, const int32_t out_mult, const int32_t activation_min,
+                const int32_t activation_max))
+HN_S3_AND_ANSI(esp_nn_fully_connected_per_ch_s8,
+               (const int8_t *input_data, const int32_t input_offset, const uint16_t row_len,
+                const int8_t *filter_data, const int32_t filter_offset, const int32_t *bias,
+                int8_t *out_data, const uint16_t out_channels, const int32_t out_offset,
+                const int32_t *out_shift, const int32_t *out_mult,
+                const int32_t activation_min, const int32_t activation_max))
+#undef HN_S3_AND_ANSI
+#undef HN_POOL_PARAMS
+#endif
+
 #ifdef __cplusplus
 }
 #endif

@@ -2,7 +2,9 @@
  * Checks emulated/xtensa_lx106/libgcc_extra.c (compiled natively with EMU_LIBGCC_HOST_TEST)
  * against the host's own integer unit and FPU (x86-64 SSE: binary32, round to nearest even,
  * no flush-to-zero): random operands plus every pair of a list of edge values.
- * Prints one line per helper and exits 1 on the first mismatch.
+ * Prints one line per helper and exits 1 on the first mismatch.  With EMU_LIBGCC_FULL (the
+ * variant for targets without any libgcc) the file's own __udivmoddi4/__divmoddi4 sit under
+ * the 64-bit division checks and __divsf3 is checked too.
  */
 #include <inttypes.h>
 #include <stdint.h>
@@ -22,6 +24,9 @@ float emu_test___subsf3(float a, float b);
 float emu_test___mulsf3(float a, float b);
 float emu_test___floatsisf(int32_t i);
 float emu_test___floatunsisf(uint32_t u);
+#ifdef EMU_LIBGCC_FULL
+float emu_test___divsf3(float a, float b);
+#else
 
 /* The host side of __udivmoddi4/__divmoddi4, which the lx106 libgcc does provide. */
 uint64_t __udivmoddi4(uint64_t n, uint64_t d, uint64_t *rem)
@@ -39,6 +44,7 @@ int64_t __divmoddi4(int64_t n, int64_t d, int64_t *rem)
     }
     return n / d;
 }
+#endif
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 
@@ -104,7 +110,7 @@ static int check_binop(const char *name, binop_t mine, char op, uint64_t n_rando
         }
         float a = ffrom(ua), b = ffrom(ub);
         volatile float va = a, vb = b;
-        float want = op == '+' ? va + vb : op == '-' ? va - vb : va * vb;
+        float want = op == '+' ? va + vb : op == '-' ? va - vb : op == '*' ? va * vb : va / vb;
         float got = mine(a, b);
         if (!same_float(got, want)) {
             printf("%s MISMATCH a=0x%08" PRIx32 " b=0x%08" PRIx32 " got=0x%08" PRIx32
@@ -184,6 +190,9 @@ int main(void)
     int bad = check_binop("__addsf3", emu_test___addsf3, '+', n);
     bad |= check_binop("__subsf3", emu_test___subsf3, '-', n);
     bad |= check_binop("__mulsf3", emu_test___mulsf3, '*', n);
+#ifdef EMU_LIBGCC_FULL
+    bad |= check_binop("__divsf3", emu_test___divsf3, '/', n);
+#endif
     bad |= check_conversions(n);
     bad |= check_integers(n);
     printf(bad ? "libgcc_extra: FAIL\n" : "libgcc_extra: PASS\n");
