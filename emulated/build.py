@@ -179,10 +179,6 @@ def _inputs_key(target: Target, inputs: Sequence[Path], flags: Sequence[str]) ->
     return h.hexdigest()[:16]
 
 
-def _ar(target: Target) -> str:
-    return target.cc.removesuffix("gcc") + "ar" if target.cc.endswith("gcc") and target.emulated else "ar"
-
-
 def archive(target: Target, objects: Sequence[Path], name: str) -> Path:
     """A static library of ``objects`` (the linker takes from it only what is referenced)."""
     out = targets.cache_dir() / f"lib{name}-{target.name}-{_inputs_key(target, objects, ())}.a"
@@ -196,7 +192,7 @@ def archive(target: Target, objects: Sequence[Path], name: str) -> Path:
             dst = Path(tmp) / f"{i:03d}_{obj.parent.name}.o"
             dst.write_bytes(obj.read_bytes())
             staged.append(str(dst))
-        cmd = [_ar(target), "rcs", str(lib), *staged]
+        cmd = [target.ar, "rcs", str(lib), *staged]
         r = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if r.returncode != 0:
             raise CompileError(f"{target.name}: archiving {name}", cmd, r.stdout + r.stderr)
