@@ -80,6 +80,7 @@ class Target:
     cxx: str = ""  # the C++ compiler, when the target has a C++ library
     cxxflags: tuple[str, ...] = ()  # C++-only flags after cflags
     esp_chip: str = ""  # booted through the chip's ROM on Espressif's QEMU (emulated/esp_qemu.py)
+    cxx_library: bool = True  # False: C++ headers only, so the C driver links (no -lstdc++)
 
     @property
     def emulated(self) -> bool:
@@ -175,7 +176,7 @@ CORTEX_M7 = Target(
 ESP32C3_DIR = EMU / "esp32c3"
 # header-only libstdc++ for a compiler that has none: newlib's arm-none-eabi build of GCC 12.2's
 # headers (libstdc++-arm-none-eabi-dev) and their generic configuration folder
-ARM_LIBSTDCXX = Path("/usr/lib/arm-none-eabi/include/c++/12.2.1")
+ARM_LIBSTDCXX = Path("/usr/include/newlib/c++/12.2.1")
 
 ESP32C3 = Target(
     name="esp32c3",
@@ -195,6 +196,7 @@ ESP32C3 = Target(
     packages=("gcc-riscv64-unknown-elf", "picolibc-riscv64-unknown-elf",
               "libstdc++-arm-none-eabi-dev"),
     esp_chip="esp32c3",
+    cxx_library=False,
 )
 
 # The engine's golden-suite targets (tests/hardening/test_emulated.py runs every one).
