@@ -272,8 +272,9 @@ def _median(xs: list[int]) -> float:
 def _insn(xs: list[int]) -> str:
     if not xs:
         return "-"
-    spread = max(xs) - min(xs)
-    return f"{_median(xs) / 1e6:.3f} M" + (f" (±{spread / 2 / 1e3:.1f} k)" if spread else "")
+    half = (max(xs) - min(xs)) / 2
+    spread = f"{half / 1e3:.1f} k" if half >= 1000 else f"{half:.0f}"
+    return f"{_median(xs):,.0f}" + (f" (±{spread})" if half else "")
 
 
 def main(argv: list[str] | None = None) -> int:
