@@ -10,6 +10,7 @@ the emulator's tests skip with what to set.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,23 @@ def test_firmware_puts_code_and_read_only_data_in_flash() -> None:
         if 0x3FC80000 <= addr < 0x3FCE0000:
             assert addr + size <= 0x3FCDC710
     assert esp_qemu.uses_flash(CHIP, elf)
+
+
+@pytest.mark.parametrize(("decl", "message"), [
+    # initialised data the ROM would have to load over its own stack
+    ("volatile unsigned char big[380000] = {1};",
+     "ESP32-C3: .data/.tdata end past 0x3FCDC710, where the ROM loader's stack is"),
+    # zeroed data that leaves no heap below the stack
+    ("volatile unsigned char big[350000];",
+     "ESP32-C3: .bss leaves less than 4 KiB of heap below the stack"),
+])
+def test_a_firmware_too_big_for_sram1_fails_to_link(decl: str, message: str, tmp_path: Path) -> None:
+    """The memory map's limits are link-time errors that say which, not a boot that corrupts
+    the ROM's stack or a heap that is silently empty."""
+    src = tmp_path / "big.c"
+    src.write_text(f"{decl}\nint main(void) {{ return big[1]; }}\n")
+    with pytest.raises(RuntimeError, match=re.escape(message)):
+        targets.build(C3, [src], "too_big")
 
 
 # ------------------------------------------------------------------ the harness
