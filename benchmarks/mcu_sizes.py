@@ -1,9 +1,11 @@
-"""Flash and RAM of the whole firmware stack on the emulated Cortex-M7 (``emulated/mcu_stack.py``),
-per part, next to the pools measured on this 64-bit computer: the tables of docs/benchmarks.md
-("The firmware stack on a 32-bit MCU").
+"""Flash and RAM of the whole firmware stack on an emulated MCU (``emulated/mcu_stack.py``: the
+Cortex-M7, or the ESP32-C3 in its own memory map), per part, next to the pools measured on this
+64-bit computer, and on the ESP32-C3 the instructions of one inference: the tables of
+docs/benchmarks.md ("The firmware stack on a 32-bit MCU", "... on an emulated ESP32-C3").
 
-    EXECUTORCH_SOURCE_DIR=<tree> FLATBUFFERS_SOURCE_DIR=<tree> \\
-        python benchmarks/mcu_sizes.py [--model NAME ...] [--markdown FILE] [--json FILE]
+    EXECUTORCH_SOURCE_DIR=<tree> FLATBUFFERS_SOURCE_DIR=<tree> [ESPNN_QEMU_ESP_DIR=<qemu>] \\
+    [ESPNN_ESP_NN_DIR=<esp-nn>] python benchmarks/mcu_sizes.py [--target cortex-m7|esp32c3] \\
+        [--model NAME ...] [--markdown FILE] [--json FILE]
 
 Flash: the text and read-only data of each part as the firmware links it (``-Os``,
 ``--gc-sections``: only what the firmware keeps), read from the linker map: ExecuTorch's
@@ -13,6 +15,12 @@ the application (with the test vectors) and the C/C++ libraries.  RAM: the stati
 part, and the pools EspnnModel allocates through the memory policy -- method allocator, planned
 buffers, delegate arena, state (delegate state and handles), temp allocator -- as measured on the
 target and on this computer, with what the memory policy held in all after ``begin()``.
+
+On the ESP32-C3 code that runs from RAM (IRAM: start-up, trap vector, flash mapping) is its own
+kind, counted in the flash image and in RAM; the firmware is built on the host ESP-NN twin and,
+with ``$ESPNN_ESP_NN_DIR``, on ESP-NN as its own build selects it for the C3 (the sizes are that
+firmware's), and the instructions of each inference (``EMU INSN``, QEMU ``-icount``) of both
+are side by side.
 """
 
 from __future__ import annotations
@@ -34,8 +42,9 @@ LIBRARIES = "C/C++ libraries + startup"
 PADDING = "alignment padding"
 _TEXT_INPUTS = (".text", ".init", ".fini", ".glue", ".vfp11", ".v4_bx", ".iplt")
 _RAM_OUTPUTS = {".data": "data", ".tdata": "data", ".bss": "bss", ".tbss": "bss"}
+_IRAM_OUTPUTS = (".iram.text",)  # the ESP32-C3's code in RAM (emulated/esp32c3/link.ld)
 _SKIP_OUTPUTS = (".debug", ".comment", ".ARM.attributes", ".stab", ".note", ".tbss_space",
-                 ".stack", ".gnu.build.attributes")
+                 ".stack", ".gnu.build.attributes", ".dram.skip", ".riscv.attributes")
 _HEADER = re.compile(r"^(\.\S+|COMMON)(?:\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)(?:\s+.*)?)?$")
 _INPUT = re.compile(r"^ (\.\S+|COMMON)(?:\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+(\S.*))?$")
 _CONT = re.compile(r"^\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+(\S.*)$")
@@ -48,14 +57,15 @@ class PartSize:
     rodata: int = 0
     data: int = 0  # in flash (its initial values) and in RAM
     bss: int = 0
+    iram: int = 0  # code copied to RAM (the ESP32-C3's ROM loads it): in flash and in RAM
 
     @property
     def flash(self) -> int:
-        return self.text + self.rodata + self.data
+        return self.text + self.rodata + self.data + self.iram
 
     @property
     def static_ram(self) -> int:
-        return self.data + self.bss
+        return self.data + self.bss + self.iram
 
 
 def _owner(path: str, parts: dict[str, tuple[Path, ...]]) -> str:
@@ -108,7 +118,9 @@ def _add(out: dict[str, PartSize], section: str, name: str, size: int, path: str
         return
     part = out[PADDING if padding else _owner(path, parts)]
     kind = _RAM_OUTPUTS.get(section)
-    if kind == "data":
+    if section in _IRAM_OUTPUTS:
+        part.iram += size
+    elif kind == "data":
         part.data += size
     elif kind == "bss":
         part.bss += size
@@ -118,16 +130,17 @@ def _add(out: dict[str, PartSize], section: str, name: str, size: int, path: str
         part.rodata += size
 
 
-def elf_totals(elf: Path) -> dict[str, int]:
-    """Loaded bytes per kind straight from the ELF (arm-none-eabi-size -A), to check the map."""
-    r = subprocess.run(["arm-none-eabi-size", "-A", str(elf)], capture_output=True, text=True,
-                       check=True)
+def elf_totals(elf: Path, size_tool: str = "arm-none-eabi-size") -> dict[str, int]:
+    """Loaded bytes per kind straight from the ELF (``<binutils>-size -A``), to check the map;
+    flash_code_and_rodata includes code in RAM (``iram``, also given alone)."""
+    r = subprocess.run([size_tool, "-A", str(elf)], capture_output=True, text=True, check=True)
     sizes = dict(re.findall(r"^(\.\S+)\s+(\d+)\s+\d+$", r.stdout, re.M))
     ram = {k: int(v) for k, v in sizes.items() if k in _RAM_OUTPUTS}
     flash = sum(int(v) for k, v in sizes.items()
                 if k not in _RAM_OUTPUTS and not k.startswith(_SKIP_OUTPUTS))
     return {"flash_code_and_rodata": flash, "data": sum(v for k, v in ram.items() if k in (".data", ".tdata")),
-            "bss": sum(v for k, v in ram.items() if k in (".bss", ".tbss"))}
+            "bss": sum(v for k, v in ram.items() if k in (".bss", ".tbss")),
+            "iram": sum(int(v) for k, v in sizes.items() if k in _IRAM_OUTPUTS)}
 
 
 @dataclass
@@ -140,21 +153,38 @@ class ModelSizes:
     policy_bytes: int
     verdict: str
     elf_totals: dict[str, int] = field(default_factory=dict)
+    target: str = "cortex-m7"
+    kernels: str = "host-espnn"  # the firmware the sizes are of
+    selftest: str = ""  # its self_test() line
+    # kernels -> instructions of each inference (boards that count them)
+    instructions: dict[str, list[int]] = field(default_factory=dict)
 
 
 POOLS = ("method_allocator_bytes", "planned_bytes", "arena_bytes", "state_bytes",
          "temp_allocator_bytes")
 
 
-def measure(name: str) -> ModelSizes:
+def measure(name: str, target: str = "cortex-m7") -> ModelSizes:
+    """One model's firmware on ``target``: built and run on each kernel set (the host twin and
+    the real ESP-NN when $ESPNN_ESP_NN_DIR names it, on the Cortex-M7 only the twin); the sizes
+    are those of the last one, every run must pass."""
     from emulated import component, et_runtime, mcu_stack
 
+    stack = mcu_stack.STACKS[target]
     tree = et_runtime.prepare()
-    p = mcu_stack.prepare_model(mcu_stack.load_model(name), tree)
-    run = mcu_stack.run_app(p, component.Kernels(), tree)
-    if not run.passed:
-        raise RuntimeError(f"{name}: the firmware did not pass:\n{run.output[-3000:]}")
+    p = mcu_stack.prepare_model(mcu_stack.load_model(name, stack), tree, stack=stack)
+    variants = (mcu_stack.kernel_variants(stack=stack) if stack is mcu_stack.ESP32C3
+                else [component.Kernels()])
+    instructions = {}
+    for kernels in variants:
+        run = mcu_stack.run_app(p, kernels, tree)
+        if not run.passed:
+            raise RuntimeError(f"{name} on {target} with {kernels.name}: the firmware did not "
+                               f"pass:\n{run.output[-3000:]}")
+        if run.instructions():
+            instructions[kernels.name] = run.instructions()
     sizes = part_sizes(run.firmware.map_file, run.firmware.parts)
+    size_tool = stack.target.cc.removesuffix("gcc") + "size"
     return ModelSizes(
         model=name,
         operators=list(p.operators),
@@ -164,7 +194,11 @@ def measure(name: str) -> ModelSizes:
         pools_host=p.sizes_host.header_sizes(),
         policy_bytes=run.memory().get("policy_bytes", 0),
         verdict=run.verdict or "",
-        elf_totals=elf_totals(run.firmware.elf),
+        elf_totals=elf_totals(run.firmware.elf, size_tool),
+        target=target,
+        kernels=run.kernels,
+        selftest=run.selftest or "",
+        instructions=instructions,
     )
 
 
@@ -172,11 +206,19 @@ def _kb(n: int) -> str:
     return f"{n / 1000:.1f} KB" if n >= 1000 else f"{n} B"
 
 
+_TARGET_TITLE = {"cortex-m7": "Cortex-M7", "esp32c3": "ESP32-C3"}
+
+
 def markdown(results: list[ModelSizes]) -> str:
     models = [r.model for r in results]
+    title = _TARGET_TITLE.get(results[0].target, results[0].target)
     part_names = [p for p in results[0].parts if any(r.parts[p]["flash"] or r.parts[p]["static_ram"]
                                                       for r in results)]
-    out = ["Flash (text + read-only data) and static RAM per part, as linked (-Os, gc-sections):", ""]
+    iram = any(r.elf_totals.get("iram", 0) for r in results)
+    out = [f"Flash (text + read-only data{'; IRAM: code the ROM loads into RAM' if iram else ''}) "
+           f"and static RAM per part, as linked (-Os, gc-sections), {title}"
+           + (f", firmware on {results[0].kernels}" if results[0].target != "cortex-m7" else "")
+           + ":", ""]
     out.append("| part | " + " | ".join(models) + " |")
     out.append("|---|" + "---|" * len(models))
     for part in part_names:
@@ -184,15 +226,16 @@ def markdown(results: list[ModelSizes]) -> str:
         for r in results:
             s = r.parts[part]
             cells.append(f"{_kb(s['text'])} + {_kb(s['rodata'])}"
+                         + (f" + IRAM {_kb(s['iram'])}" if s.get("iram") else "")
                          + (f", RAM {_kb(s['static_ram'])}" if s["static_ram"] else ""))
         out.append(f"| {part} | " + " | ".join(cells) + " |")
     total = [r.elf_totals["flash_code_and_rodata"] + r.elf_totals["data"] for r in results]
     out.append("| **flash in all** (the ELF's) | " + " | ".join(_kb(t) for t in total) + " |")
-    ram = [r.elf_totals["data"] + r.elf_totals["bss"] for r in results]
+    ram = [r.elf_totals["data"] + r.elf_totals["bss"] + r.elf_totals.get("iram", 0) for r in results]
     out.append("| **static RAM in all** (the ELF's) | " + " | ".join(_kb(t) for t in ram) + " |")
     out += ["", "Parts are the linker map's input sections; the linker merges identical strings "
             "across parts, so the parts add up to a little more than the ELF (about 1 %)."]
-    out += ["", "RAM EspnnModel allocates through the memory policy, Cortex-M7 (measured there) / "
+    out += ["", f"RAM EspnnModel allocates through the memory policy, {title} (measured there) / "
             "this 64-bit computer (what model_pte.h carries when the host measures):", ""]
     out.append("| pool | " + " | ".join(models) + " |")
     out.append("|---|" + "---|" * len(models))
@@ -202,7 +245,36 @@ def markdown(results: list[ModelSizes]) -> str:
                    + " |")
     out.append("| held by the policy after begin() (pools, delegate blocks, EspnnModel's own) | "
                + " | ".join(f"{r.policy_bytes:,}" for r in results) + " |")
+    kernel_sets = sorted({k for r in results for k in r.instructions})
+    if kernel_sets:
+        out += ["", "Instructions of one inference (invoke(), boundary conversions included; QEMU "
+                "-icount, the same on every case to within the spread shown):", ""]
+        out.append("| kernels | " + " | ".join(models) + " |")
+        out.append("|---|" + "---|" * len(models))
+        for k in kernel_sets:
+            out.append(f"| {k} | " + " | ".join(_insn(r.instructions.get(k, [])) for r in results)
+                       + " |")
+        if len(kernel_sets) == 2:
+            a, b = kernel_sets
+            out.append(f"| {a} / {b} | " + " | ".join(
+                f"{_median(r.instructions[a]) / _median(r.instructions[b]):.2f}"
+                if r.instructions.get(a) and r.instructions.get(b) else "-" for r in results) + " |")
+        out += ["", "Self-test on the target: " + "; ".join(f"{r.model}: {r.selftest}" for r in results
+                                                           if r.selftest)]
     return "\n".join(out) + "\n"
+
+
+def _median(xs: list[int]) -> float:
+    ys = sorted(xs)
+    return (ys[(len(ys) - 1) // 2] + ys[len(ys) // 2]) / 2
+
+
+def _insn(xs: list[int]) -> str:
+    if not xs:
+        return "-"
+    half = (max(xs) - min(xs)) / 2
+    spread = f"{half / 1e3:.1f} k" if half >= 1000 else f"{half:.0f}"
+    return f"{_median(xs):,.0f}" + (f" (±{spread})" if half else "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -210,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     from executorch_espnn.errors import RuntimeSourcesError
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--target", choices=list(mcu_stack.STACKS), default="cortex-m7")
     ap.add_argument("--model", action="append", choices=mcu_stack.model_names())
     ap.add_argument("--markdown", type=Path)
     ap.add_argument("--json", type=Path)
@@ -217,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     results: list[ModelSizes] = []
     try:
         for name in args.model or mcu_stack.model_names():
-            r = measure(name)
+            r = measure(name, args.target)
             print(r.verdict, flush=True)
             results.append(r)
     except RuntimeSourcesError as exc:

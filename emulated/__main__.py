@@ -1,6 +1,8 @@
 """Build and run the golden suite on the emulated targets.
 
-    python -m emulated [--target rv32imac|lx106|all] [--mobilenet] [--timeout S] [--keep DIR]
+    python -m emulated [--target rv32imac|lx106|host32|host64|esp32c3|all] [--mobilenet] [--timeout S] [--keep DIR]
+
+``all`` is the targets CI runs; ``esp32c3`` needs Espressif's QEMU (``$ESPNN_QEMU_ESP_DIR``).
 
 Prints each run's console output; exits non-zero unless every run printed a passing verdict
 and exited 0.
@@ -19,7 +21,8 @@ from emulated import golden, targets
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m emulated", description=__doc__.splitlines()[0])
-    ap.add_argument("--target", default="all", choices=[*targets.TARGETS, "all"])
+    chosen_from = {**targets.TARGETS, targets.ESP32C3.name: targets.ESP32C3}
+    ap.add_argument("--target", default="all", choices=[*chosen_from, "all"])
     ap.add_argument("--mobilenet", action="store_true",
                     help="add the MobileNetV2-0.35/96 payload (large: slower build and run)")
     ap.add_argument("--timeout", type=float, default=600.0)
@@ -32,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
         gen = (args.keep or Path(tmp)) / "golden_cases.c"
         gen.parent.mkdir(parents=True, exist_ok=True)
         gen.write_text(source)
-        chosen = targets.TARGETS.values() if args.target == "all" else [targets.TARGETS[args.target]]
+        chosen = targets.TARGETS.values() if args.target == "all" else [chosen_from[args.target]]
         for t in chosen:
             t0 = time.monotonic()
             elf = targets.build_golden(t, gen)

@@ -203,10 +203,10 @@ def archive(target: Target, objects: Sequence[Path], name: str) -> Path:
 def link(target: Target, inputs: Sequence[Path], name: str, flags: Sequence[str] = ()) -> Path:
     """An ELF from objects and static libraries, with ``flags`` (e.g. ``-Wl,-u,<symbol>``)
     before them and the target's link flags after; the libraries form one group, so their
-    order does not matter.  Linked by the C++ compiler when the target has one.  The linker
+    order does not matter.  Linked by the C++ compiler when the target has a C++ library.  The linker
     map is next to the ELF (``.map``)."""
     targets.require_tools(target, emulator=False)
-    linker = target.cxx or target.cc
+    linker = target.cxx if target.cxx and target.cxx_library else target.cc
     before = [*target.cflags, *(target.cxxflags if target.cxx else ()), *flags]
     out = targets.cache_dir() / f"{name}-{target.name}-{_inputs_key(target, inputs, before)}.elf"
     if out.is_file() and out.with_suffix(".map").is_file():

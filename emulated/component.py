@@ -19,6 +19,7 @@ from emulated.build import Unit
 from emulated.targets import COMPONENT, EMU
 
 LISTS_SCRIPT = EMU / "component_lists.cmake"
+ESP_NN_LISTS_SCRIPT = EMU / "esp_nn_lists.cmake"
 
 # Warnings every firmware source of ours compiles under, on every target: -Werror turns all of
 # -Wall (and more) into errors, which is at least ESP-IDF's -Werror=all; -Wformat=2 adds the
@@ -93,36 +94,123 @@ def wheel_header_flags(*, system: bool) -> tuple[str, ...]:
             "-DC10_USING_CUSTOM_GENERATED_MACROS")
 
 
+def esp_nn_sdkconfig(esp_nn_dir: Path) -> dict[str, str]:
+    """ESP-NN's Kconfig options at their defaults, as an ESP-IDF project's sdkconfig has them
+    unless changed (``NN_OPTIMIZED`` = y: the chip's optimised kernels; ``NN_SKIP_NUDGE`` = n):
+    CONFIG_NAME -> value, bools as "y", unset bools left out."""
+    import kconfiglib
+
+    kconf = kconfiglib.Kconfig(str(esp_nn_dir / "Kconfig.projbuild"), warn_to_stderr=False)
+    out = {}
+    for sym in kconf.unique_defined_syms:
+        value = sym.str_value
+        if value and value != "n":
+            out[f"CONFIG_{sym.name}"] = value
+    return out
+
+
+@dataclass(frozen=True)
+class EspNnBuild:
+    """ESP-NN as its own CMakeLists.txt registers it for one ESP-IDF target (read through
+    emulated/esp_nn_lists.cmake, with the sdkconfig of ``esp_nn_sdkconfig``)."""
+
+    sources: tuple[Path, ...]
+    include_dirs: tuple[Path, ...]
+    options: tuple[str, ...]  # its target_compile_options
+    definitions: tuple[str, ...]  # its target_compile_definitions
+    sdkconfig: tuple[tuple[str, str], ...]  # what sdkconfig.h defines for its options and the chip
+
+    def config_defines(self) -> tuple[str, ...]:
+        """sdkconfig.h's view: bools as 1, other values as they are."""
+        return tuple(f"-D{k}={'1' if v == 'y' else v}" for k, v in self.sdkconfig)
+
+
+# the core each ESP-IDF target's sdkconfig names (CONFIG_IDF_TARGET_ARCH_*): ESP-NN's common
+# headers pick Xtensa code by it
+IDF_TARGET_ARCH = {"esp32": "XTENSA", "esp32s2": "XTENSA", "esp32s3": "XTENSA",
+                   "esp32c3": "RISCV", "esp32c6": "RISCV", "esp32p4": "RISCV"}
+
+
+@functools.cache
+def esp_nn_build(esp_nn_dir: Path, idf_target: str) -> EspNnBuild:
+    config = {**esp_nn_sdkconfig(esp_nn_dir), f"CONFIG_IDF_TARGET_{idf_target.upper()}": "y",
+              f"CONFIG_IDF_TARGET_ARCH_{IDF_TARGET_ARCH[idf_target]}": "y"}
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg, out = Path(tmp) / "config.txt", Path(tmp) / "lists.txt"
+        cfg.write_text("".join(f"{k}={v}\n" for k, v in config.items()))
+        r = subprocess.run([cmake(), "-Wno-deprecated", f"-DESP_NN_DIR={esp_nn_dir}",
+                            f"-DIDF_TARGET={idf_target}", f"-DCONFIG={cfg}", f"-DOUT={out}", "-P",
+                            str(ESP_NN_LISTS_SCRIPT)], capture_output=True, text=True, check=False)
+        if r.returncode != 0:
+            raise RuntimeError(f"reading ESP-NN's CMakeLists.txt in {esp_nn_dir} for "
+                               f"{idf_target} failed:\n{r.stderr}")
+        values = {}
+        for line in out.read_text().splitlines():
+            name, _, value = line.partition("=")
+            values[name] = tuple(v for v in value.split(";") if v)
+    return EspNnBuild(tuple(esp_nn_dir / v for v in values["SRCS"]),
+                      tuple(esp_nn_dir / v for v in values["INCLUDE_DIRS"]),
+                      values["OPTIONS"], values["DEFINITIONS"], tuple(sorted(config.items())))
+
+
 @dataclass(frozen=True)
 class Kernels:
-    """The ESP-NN kernels under the engine: the host twin (espnn_component/host_espnn) or the
-    real ESP-NN's ANSI C sources from a checkout."""
+    """The ESP-NN kernels under the engine: the host twin (espnn_component/host_espnn), the real
+    ESP-NN's ANSI C sources from a checkout, or (``idf_target``) ESP-NN exactly as its own build
+    selects sources, options and optimised kernels for that chip."""
 
     esp_nn_dir: Path | None = None
+    idf_target: str | None = None  # e.g. "esp32c3"; needs esp_nn_dir
 
     @property
     def name(self) -> str:
-        return "esp-nn-ansi" if self.esp_nn_dir else "host-espnn"
+        if self.esp_nn_dir is None:
+            return "host-espnn"
+        return f"esp-nn-{self.idf_target}" if self.idf_target else "esp-nn-ansi"
+
+    def _checked_dir(self) -> Path:
+        esp = self.esp_nn_dir
+        assert esp is not None
+        if not (esp / "include" / "esp_nn.h").is_file():
+            raise RuntimeError(f"ESPNN_ESP_NN_DIR={esp} has no include/esp_nn.h: point it at the "
+                               "root of an espressif/esp-nn checkout")
+        return esp
+
+    def build(self) -> EspNnBuild | None:
+        return esp_nn_build(self._checked_dir(), self.idf_target) if self.idf_target else None
 
     def include_dirs(self) -> tuple[Path, ...]:
         if self.esp_nn_dir is None:
             return paths("ESPNN_HOST_KERNEL_INCLUDE_DIRS")
-        return (self.esp_nn_dir / "include",)
+        b = self.build()
+        return b.include_dirs if b else (self.esp_nn_dir / "include",)
+
+    def defines(self) -> tuple[str, ...]:
+        """What the engine compiles with to call these kernels: for a chip's build, the
+        sdkconfig macros ESP-NN's esp_nn.h dispatches on, and the chip as the engine's build
+        target (its scratch rules, ESPNN_BUILD_TARGET)."""
+        b = self.build() if self.esp_nn_dir is not None else None
+        if b is None:
+            return ()
+        assert self.idf_target is not None
+        return (*b.config_defines(), f"-DESPNN_BUILD_TARGET=ESPNN_TARGET_{self.idf_target.upper()}")
 
     def units(self) -> list[Unit]:
         if self.esp_nn_dir is None:
             flags = (*C_STRICT, *includes(*self.include_dirs()))
             return [Unit(s, flags) for s in paths("ESPNN_HOST_KERNEL_SRCS")]
-        esp = self.esp_nn_dir
-        if not (esp / "include" / "esp_nn.h").is_file():
-            raise RuntimeError(f"ESPNN_ESP_NN_DIR={esp} has no include/esp_nn.h: point it at the "
-                               "root of an espressif/esp-nn checkout")
+        esp = self._checked_dir()
+        b = self.build()
+        if b is not None:
+            flags = (*C_THIRD_PARTY, *b.options, *b.config_defines(),
+                     *(f"-D{d}" for d in b.definitions), *includes(*b.include_dirs))
+            return [Unit(src, flags) for src in b.sources]
         flags = (*C_THIRD_PARTY, *includes(esp / "include", esp / "src" / "common"))
         return [Unit(esp / rel, flags) for rel in paths("ESPNN_ESP_NN_ANSI_KERNELS")]
 
 
 def engine_units(kernels: Kernels, warnings: Sequence[str] = C_STRICT) -> list[Unit]:
-    flags = (*warnings, *includes(*paths("ESPNN_ENGINE_INCLUDE_DIRS"),
+    flags = (*warnings, *kernels.defines(), *includes(*paths("ESPNN_ENGINE_INCLUDE_DIRS"),
                                   *paths("ESPNN_ENGINE_PRIV_INCLUDE_DIRS"), *kernels.include_dirs()))
     return [Unit(s, flags) for s in paths("ESPNN_ENGINE_SRCS")]
 

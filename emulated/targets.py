@@ -79,19 +79,24 @@ class Target:
     env: tuple[tuple[str, str], ...] = ()
     cxx: str = ""  # the C++ compiler, when the target has a C++ library
     cxxflags: tuple[str, ...] = ()  # C++-only flags after cflags
+    esp_chip: str = ""  # booted through the chip's ROM on Espressif's QEMU (emulated/esp_qemu.py)
+    cxx_library: bool = True  # False: C++ headers only, so the C driver links (no -lstdc++)
     ar: str = ""  # the archiver, when not the cross compiler's own (<prefix>ar) or the host's
 
     @property
+    def emulated(self) -> bool:
+        return bool(self.qemu or self.esp_chip)
+
+    @property
     def archiver(self) -> str:
+        """``ar`` when set, else the archiver of the target's binutils (the host's for hosted
+        targets)."""
         if self.ar:
             return self.ar
         return self.cc.removesuffix("gcc") + "ar" if self.cc.endswith("gcc") and self.emulated else "ar"
 
-    @property
-    def emulated(self) -> bool:
-        return bool(self.qemu)
-
     def tools(self, *, emulator: bool = True) -> tuple[str, ...]:
+        """The Debian-packaged tools (Espressif's QEMU is esp_qemu's to find)."""
         compilers = (self.cc, self.cxx) if self.cxx else (self.cc,)
         return (*compilers, self.qemu[0]) if self.qemu and emulator else compilers
 
@@ -170,6 +175,32 @@ CORTEX_M7 = Target(
           "none", "-semihosting-config", "enable=on,target=native", "-kernel"),
     packages=("gcc-arm-none-eabi", "picolibc-arm-none-eabi", "libstdc++-arm-none-eabi-picolibc",
               "qemu-system-arm"),
+)
+
+ESP32C3_DIR = EMU / "esp32c3"
+# header-only libstdc++ for a compiler that has none: newlib's arm-none-eabi build of GCC 12.2's
+# headers (libstdc++-arm-none-eabi-dev) and their generic configuration folder
+ARM_LIBSTDCXX = Path("/usr/include/newlib/c++/12.2.1")
+
+ESP32C3 = Target(
+    name="esp32c3",
+    cc="riscv64-unknown-elf-gcc",
+    cxx="riscv64-unknown-elf-g++",
+    # -Os as ESP-IDF builds by default; rv32imc selects picolibc's rv32im variant (an ISA string
+    # with _zicsr would select none: CSR instructions are in assembly with .option arch)
+    cflags=("-Os", "-g", "-ffunction-sections", "-fdata-sections", "-march=rv32imc",
+            "-mabi=ilp32", "--specs=/usr/lib/picolibc/riscv64-unknown-elf/picolibc.specs"),
+    cxxflags=("-fno-exceptions", "-fno-rtti", "-fno-threadsafe-statics", "-isystem",
+              str(ARM_LIBSTDCXX), "-isystem", str(ARM_LIBSTDCXX / "arm-none-eabi")),
+    ldflags=("-nostartfiles", "-T", str(ESP32C3_DIR / "link.ld"), "-Wl,--gc-sections",
+             "-Wl,--no-warn-rwx-segments"),
+    runtime=(ESP32C3_DIR / "start.S", ESP32C3_DIR / "boot.c", ESP32C3_DIR / "console.c",
+             EMU / "common" / "emu_print.c", EMU / "common" / "emu_abort.c"),
+    qemu=(),
+    packages=("gcc-riscv64-unknown-elf", "picolibc-riscv64-unknown-elf",
+              "libstdc++-arm-none-eabi-dev"),
+    esp_chip="esp32c3",
+    cxx_library=False,
 )
 
 # The engine's golden-suite targets (tests/hardening/test_emulated.py runs every one).
@@ -324,6 +355,10 @@ class EmuRun:
 
 def run(target: Target, elf: Path, timeout: float = 120.0) -> EmuRun:
     """Run ``elf`` under QEMU; a run past ``timeout`` seconds is killed and reported as such."""
+    if target.esp_chip:
+        from emulated import esp_qemu
+
+        return esp_qemu.run_elf(esp_qemu.CHIPS[target.esp_chip], elf, timeout)
     require_tools(target)
     cmd = ["timeout", "--kill-after=5", str(timeout), *target.qemu, str(elf)]
     r = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

@@ -149,7 +149,7 @@ def generated_units(gen: dict[str, Path], target: targets.Target) -> list[Unit]:
            *component.baremetal_defines(component.wheel_executorch_version()),
            *includes(gen["model"], gen["vectors"], COMPONENT / "include",
                      COMPONENT / "engine" / "include"))
-    units += _cxx_passes([CORTEX_M / "model_main.cpp"], app)
+    units += _cxx_passes([targets.EMU / "stack" / "model_main.cpp"], app)
     units += _cxx_passes([gen["registration"]], includes(gen["registration"].parent))
     units.append(Unit(CORTEX_M / "board.c", (*C_STRICT, *includes(COMPONENT / "include"))))
     return units

@@ -1,5 +1,7 @@
-"""The engine on emulated 32-bit bare-metal targets: rv32imac and Xtensa lx106 under QEMU (and
-the golden suite on the Cortex-M7 of tests/hardening/test_mcu_stack.py).
+"""The engine on emulated 32-bit bare-metal targets: rv32imac and Xtensa lx106 under QEMU, the
+ESP32-C3 in its own memory map on Espressif's QEMU (skipped without ESPNN_QEMU_ESP_DIR, naming
+it; its own harness facts in test_esp32c3.py), and the golden suite on the Cortex-M7 of
+tests/hardening/test_mcu_stack.py.
 
 The golden suite's payloads, inputs and reference outputs (``run_delegate``) are compiled
 into one program per target (``emulated/golden.py``); the run must print a passing verdict
@@ -17,14 +19,27 @@ from pathlib import Path
 
 import pytest
 
-from emulated import golden, targets
+from emulated import esp_qemu, golden, targets
 
 TARGET_NAMES = list(targets.TARGETS)  # the emulated targets and the host sanitizer builds
-EMULATED = list(targets.EMULATED)
+# the harness tests' targets: ours with a trap vector (the ESP32-C3's needs Espressif's QEMU)
+HARNESS = {**targets.EMULATED, targets.ESP32C3.name: targets.ESP32C3}
+EMULATED = list(HARNESS)
 # The golden suite also runs on the Cortex-M7 of the firmware-stack tests (emulated/cortex_m/):
 # its faults are picolibc's (no EMU TRAP), so the harness tests above do not cover it, and its
 # 4 MiB of RAM cannot hold the MobileNetV2 case.
-GOLDEN = {**targets.TARGETS, targets.CORTEX_M7.name: targets.CORTEX_M7}
+GOLDEN = {**HARNESS, **targets.TARGETS, targets.CORTEX_M7.name: targets.CORTEX_M7}
+
+
+def target_named(name: str) -> targets.Target:
+    """The target; one booted on Espressif's QEMU is skipped without it (naming the variable)."""
+    t = GOLDEN[name]
+    if t.esp_chip:
+        try:
+            esp_qemu.require(esp_qemu.CHIPS[t.esp_chip])
+        except esp_qemu.QemuEspMissing as exc:
+            pytest.skip(str(exc))
+    return t
 SMOKE = targets.EMU / "smoke.c"
 LIBGCC_CHECK = Path(__file__).resolve().parent / "c" / "libgcc_extra_check.c"
 GOLDEN_SOURCE = "devkit/payload_factory.py all_cases(seed=0)"
@@ -71,7 +86,7 @@ def test_lx106_libgcc_supplements_match_host_fpu(tmp_path: Path, full: bool) -> 
 
 @pytest.mark.parametrize("name", EMULATED)
 def test_smoke_runs_and_exit_status_propagates(name: str) -> None:
-    t = targets.TARGETS[name]
+    t = target_named(name)
     r = _smoke(t)
     assert r.returncode == 0, r.output
     assert f"smoke: hello from {name}" in r.output
@@ -83,7 +98,7 @@ def test_smoke_runs_and_exit_status_propagates(name: str) -> None:
 
 @pytest.mark.parametrize("name", EMULATED)
 def test_trap_fails_the_run(name: str) -> None:
-    r = _smoke(targets.TARGETS[name], "EMU_SMOKE_TRAP")
+    r = _smoke(target_named(name), "EMU_SMOKE_TRAP")
     assert r.returncode == targets.EXIT_TRAP, r.output
     assert f"EMU TRAP on {name}" in r.output
     assert "smoke: PASS" not in r.output
@@ -96,16 +111,18 @@ def test_lx106_traps_on_unaligned_load() -> None:
     assert "EMU TRAP on lx106: cause 9 " in r.output  # LoadStoreAlignmentCause
 
 
-def test_rv32_misaligned_load_is_silent() -> None:
-    """Documented limit: QEMU's RISC-V does misaligned loads, so only lx106 proves alignment."""
-    r = _smoke(targets.RV32, "EMU_SMOKE_UNALIGNED")
+@pytest.mark.parametrize("name", [targets.RV32.name, targets.ESP32C3.name])
+def test_rv32_misaligned_load_is_silent(name: str) -> None:
+    """Documented limit: QEMU's RISC-V (virt and Espressif's esp32c3 machine) does misaligned
+    loads, so only lx106 proves alignment."""
+    r = _smoke(target_named(name), "EMU_SMOKE_UNALIGNED")
     assert r.returncode == 0, r.output
     assert "smoke: unaligned load gives 0x05040302" in r.output
 
 
 @pytest.mark.parametrize("name", EMULATED)
 def test_hang_is_a_timeout_without_verdict(name: str) -> None:
-    t = targets.TARGETS[name]
+    t = target_named(name)
     elf = targets.build(t, [SMOKE], "smoke", defines=["EMU_SMOKE_HANG"])
     r = targets.run(t, elf, timeout=3)
     assert r.timed_out, r.output
@@ -118,7 +135,7 @@ def test_hang_is_a_timeout_without_verdict(name: str) -> None:
 @pytest.mark.parametrize("name", list(GOLDEN))
 def test_golden_suite_bit_exact(name: str, cases: list[golden.GoldenCase],
                                 tmp_path: Path) -> None:
-    t = GOLDEN[name]
+    t = target_named(name)
     r = targets.run(t, _golden_elf(t, tmp_path, cases, "golden"), timeout=300)
     compared = RUNS_PER_CASE * sum(len(e) for c in cases for e in c.expected)
     want = (f"EMU VERDICT PASS target={name} cases={len(cases)} failed=0 "
@@ -140,7 +157,7 @@ def test_golden_run_fails_on_a_wrong_expected_byte(name: str, cases: list[golden
     bad = golden.GoldenCase(victim.name, victim.payload, victim.inputs,
                             (bytes(flipped), *victim.expected[1:]), victim.multibyte_consts,
                             victim.ram_bytes)
-    t = GOLDEN[name]
+    t = target_named(name)
     r = targets.run(t, _golden_elf(t, tmp_path, [good, bad], "golden_bad"), timeout=120)
     assert r.returncode == 1, r.output
     verdict = r.verdict()

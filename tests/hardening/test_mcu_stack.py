@@ -1,13 +1,17 @@
-"""The whole firmware stack bare-metal on the emulated Cortex-M7 (emulated/mcu_stack.py):
-ExecuTorch's runtime compiled from a source tree with the component, the bare-metal PAL, the
-memory policy, the model's selected CPU kernels and their generated registration, running each
-example's model and the zoo's CPU-island models (two delegates around CPU operators) through
-EspnnModel under qemu-system-arm, every output byte compared with executorch_espnn.host.run on
-the same inputs; on the host ESP-NN twin and, with ESPNN_ESP_NN_DIR, on ESP-NN's own ANSI C
-kernels.  The header the firmware uses carries the pools measured on the target itself.
+"""The whole firmware stack bare-metal on an emulated MCU (emulated/mcu_stack.py): ExecuTorch's
+runtime compiled from a source tree with the component, the bare-metal PAL, the memory policy,
+the model's selected CPU kernels and their generated registration, running each example's model
+and the zoo's CPU-island models (two delegates around CPU operators) through EspnnModel, with
+EspnnModel::self_test() on the cases the header embeds, every output byte compared with
+executorch_espnn.host.run on the same inputs.  On the Cortex-M7 (qemu-system-arm) with the host
+ESP-NN twin and, with ESPNN_ESP_NN_DIR, ESP-NN's own ANSI C kernels; on the ESP32-C3 in its own
+memory map, booted by its ROM on Espressif's QEMU, with the twin and ESP-NN as its build selects
+it for the C3, instructions counted per inference.  The header the firmware uses carries the
+pools measured on the target itself.
 
 ExecuTorch's sources are on no registry CI reaches: without EXECUTORCH_SOURCE_DIR and
-FLATBUFFERS_SOURCE_DIR these tests are skipped with exactly what to set.
+FLATBUFFERS_SOURCE_DIR these tests are skipped with exactly what to set; the ESP32-C3's also
+without ESPNN_QEMU_ESP_DIR (Espressif's QEMU).
 """
 
 from __future__ import annotations
@@ -20,13 +24,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from emulated import component, et_runtime, mcu_stack
+from emulated import component, esp_qemu, et_runtime, mcu_stack
 from executorch_espnn import runtime_sources as rs
 
 pytestmark = pytest.mark.slow
 
 MODELS = mcu_stack.model_names()
-KERNELS = [k.name for k in mcu_stack.kernel_variants()]
+STACKS = list(mcu_stack.STACKS)
+# (stack, kernels) pairs: each stack's kernel sets (ESP-NN's need ESPNN_ESP_NN_DIR)
+RUNS = [(st.name, k.name) for st in mcu_stack.STACKS.values()
+        for k in mcu_stack.kernel_variants(stack=st)]
 # island_net's `x - 0.5` is a delegated LUT since format 2.1: only abs stays on the CPU
 CPU_MODELS = {"island_net": {"aten::abs.out"},
               "cumsum_net": {"aten::cumsum.out"}}  # its "/ 20" is a delegated LUT (rewrites/scalars.py)
@@ -39,44 +46,68 @@ def tree() -> et_runtime.ExecutorchTree:
     return et_runtime.prepare()  # a tree that is set but unusable fails, it does not skip
 
 
-_PREPARED: dict[str, mcu_stack.Prepared] = {}
+_PREPARED: dict[tuple[str, str], mcu_stack.Prepared] = {}
 
 
-def prepared(name: str, tree: et_runtime.ExecutorchTree) -> mcu_stack.Prepared:
-    if name not in _PREPARED:
-        _PREPARED[name] = mcu_stack.prepare_model(mcu_stack.load_model(name), tree)
-    return _PREPARED[name]
+def stack_named(name: str) -> mcu_stack.StackTarget:
+    """The stack; an ESP chip's is skipped without its emulator (naming ESPNN_QEMU_ESP_DIR)."""
+    st = mcu_stack.STACKS[name]
+    if st.target.esp_chip:
+        try:
+            esp_qemu.require(esp_qemu.CHIPS[st.target.esp_chip])
+        except esp_qemu.QemuEspMissing as exc:
+            pytest.skip(str(exc))
+    return st
 
 
-def kernels_named(name: str) -> component.Kernels:
-    return next(k for k in mcu_stack.kernel_variants() if k.name == name)
+def prepared(name: str, tree: et_runtime.ExecutorchTree, stack: str = "cortex-m7") -> mcu_stack.Prepared:
+    if (stack, name) not in _PREPARED:
+        st = stack_named(stack)
+        _PREPARED[stack, name] = mcu_stack.prepare_model(mcu_stack.load_model(name, st), tree, stack=st)
+    return _PREPARED[stack, name]
 
 
-def _nm(elf: Path) -> str:
-    return subprocess.run(["arm-none-eabi-nm", "-C", str(elf)], capture_output=True, text=True,
-                          check=True).stdout
+def kernels_named(name: str, stack: str = "cortex-m7") -> component.Kernels:
+    return next(k for k in mcu_stack.kernel_variants(stack=mcu_stack.STACKS[stack]) if k.name == name)
 
 
-@pytest.mark.parametrize("kernels", KERNELS)
+def _nm(elf: Path, stack: str = "cortex-m7") -> str:
+    nm = mcu_stack.STACKS[stack].target.cc.removesuffix("gcc") + "nm"
+    return subprocess.run([nm, "-C", str(elf)], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.mark.parametrize(("stack", "kernels"), RUNS)
 @pytest.mark.parametrize("name", MODELS)
-def test_model_runs_bit_exact_through_espnn_model(name: str, kernels: str,
+def test_model_runs_bit_exact_through_espnn_model(name: str, stack: str, kernels: str,
                                                   tree: et_runtime.ExecutorchTree) -> None:
     from executorch_espnn import host
 
-    p = prepared(name, tree)
-    run = mcu_stack.run_app(p, kernels_named(kernels), tree)
+    p = prepared(name, tree, stack)
+    run = mcu_stack.run_app(p, kernels_named(kernels, stack), tree)
     # what the verdict must count, from host.run on the same inputs
     outputs = [host.run(p.model.pte, list(c)) for c in p.model.cases]
     compared = sum(np.ascontiguousarray(y).nbytes for ys in outputs for y in ys)
-    assert run.verdict == (f"EMU VERDICT PASS target=cortex-m7 model={name} kernels={kernels} "
+    assert run.verdict == (f"EMU VERDICT PASS target={stack} model={name} kernels={kernels} "
                            f"cases={len(p.model.cases)} failed=0 compared_bytes={compared}"), \
         run.output[-4000:]
     assert run.returncode == 0
     for i in range(len(p.model.cases)):
         assert re.search(rf"^case {i}: ok \(\d+ us emulated\)$", run.output, re.M), run.output
+    # the self-test the header embeds: the reference's outputs (delegates by the Python
+    # reference, CPU operators by PyTorch), every case bit-exact on the target
+    n = mcu_stack.SELFTEST_CASES
+    assert p.model.selftest is not None and p.model.selftest["n_cases"] == n
+    assert run.selftest is not None and run.selftest.startswith(
+        f"selftest: {n}/{n} bit-exact (worst 0 LSB), latency "), run.output
     # the bare-metal PAL's log line, through et_pal_emit_log_message
-    assert re.search(rf"^I \d+\.\d{{6}} executorch model_main\.cpp:\d+\] emulated cortex-m7 "
+    assert re.search(rf"^I \d+\.\d{{6}} executorch model_main\.cpp:\d+\] emulated {stack} "
                      rf"firmware for {name}$", run.output, re.M), run.output
+    # instructions per inference where the board counts them (the C3 under QEMU -icount)
+    insns = run.instructions()
+    if mcu_stack.STACKS[stack].target.esp_chip:
+        assert len(insns) == len(p.model.cases) and all(i > 0 for i in insns), run.output
+    else:
+        assert insns == []
     # the delegates hold what the target's measurement said, and nothing is copied
     mem = run.memory()
     s = p.sizes32
@@ -86,7 +117,7 @@ def test_model_runs_bit_exact_through_espnn_model(name: str, kernels: str,
     if name in CPU_MODELS:
         assert set(p.operators) == CPU_MODELS[name]
         assert s.n_delegates == 2, "an island between two delegates"
-        syms = _nm(run.firmware.elf)
+        syms = _nm(run.firmware.elf, stack)
         assert "executorch_espnn_register_kernels" in syms
         for kernel in ("abs_out",) if name == "island_net" else ("cumsum_out",):
             assert re.search(rf"torch::executor::native::{kernel}\(", syms), kernel
@@ -94,12 +125,13 @@ def test_model_runs_bit_exact_through_espnn_model(name: str, kernels: str,
         assert p.operators == (), "fully delegated"
 
 
+@pytest.mark.parametrize("stack", STACKS)
 @pytest.mark.parametrize("name", MODELS)
-def test_pools_on_the_32_bit_target(name: str, tree: et_runtime.ExecutorchTree) -> None:
+def test_pools_on_the_32_bit_target(name: str, stack: str, tree: et_runtime.ExecutorchTree) -> None:
     """The target's own measurement: 4-byte pointers; what depends on pointers (method
     allocator, delegate handles, temp allocator's routing floor) is smaller than the 64-bit
     host's figure, what the payload and the memory plan fix is the same."""
-    p = prepared(name, tree)
+    p = prepared(name, tree, stack)
     s32, s64 = p.sizes32, p.sizes_host
     assert (s32.pointer_bytes, s64.pointer_bytes) == (4, 8)
     for same in ("planned_bytes", "delegate_state_bytes", "delegate_arena_bytes",
@@ -113,9 +145,10 @@ def test_pools_on_the_32_bit_target(name: str, tree: et_runtime.ExecutorchTree) 
     assert f"#define ESPNN_MODEL_METHOD_ALLOCATOR_BYTES {s32.method_allocator_bytes}u" in header
 
 
-def test_the_32_bit_method_allocator_figure_is_exact(tree: et_runtime.ExecutorchTree) -> None:
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_32_bit_method_allocator_figure_is_exact(stack: str, tree: et_runtime.ExecutorchTree) -> None:
     """One byte less than the target measured and begin() refuses, naming the pool."""
-    p = prepared("ds_cnn", tree)
+    p = prepared("ds_cnn", tree, stack)
     short = p.sizes32.method_allocator_bytes - 1
     run = mcu_stack.run_app(p, component.Kernels(), tree,
                             edit={"sizes.method_allocator_bytes": short})
@@ -138,17 +171,25 @@ def test_without_the_u_rule_the_registration_is_dropped(tree: et_runtime.Executo
     assert re.search(r"aten::abs\.out", run.output), run.output  # the runtime names it
 
 
-def test_the_size_benchmark_adds_up(tree: et_runtime.ExecutorchTree) -> None:
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_size_benchmark_adds_up(stack: str, tree: et_runtime.ExecutorchTree) -> None:
     """benchmarks/mcu_sizes.py's per-part figures against the ELF and the .pte."""
     from benchmarks import mcu_sizes
 
-    r = mcu_sizes.measure("island_net")
+    stack_named(stack)
+    r = mcu_sizes.measure("island_net", stack)
     parts, elf = r.parts, r.elf_totals
-    flash = sum(v["text"] + v["rodata"] for v in parts.values())
+    flash = sum(v["text"] + v["rodata"] + v["iram"] for v in parts.values())
     assert elf["flash_code_and_rodata"] <= flash <= 1.02 * elf["flash_code_and_rodata"]  # merged strings
     assert sum(v["data"] for v in parts.values()) == elf["data"]
     assert sum(v["bss"] for v in parts.values()) == elf["bss"]
-    assert parts["model data"]["rodata"] == len(prepared("island_net", tree).model.pte)
+    assert sum(v["iram"] for v in parts.values()) == elf["iram"]
+    assert parts["model data"]["rodata"] == len(prepared("island_net", tree, stack).model.pte)
+    if mcu_stack.STACKS[stack].target.esp_chip:
+        # only the C3's start-up, trap vector and flash mapping (board support) run from IRAM
+        assert parts["board support"]["iram"] > 0
+        assert elf["iram"] == parts["board support"]["iram"] + parts[mcu_sizes.PADDING]["iram"]
+        assert set(r.instructions) == {k.name for k in mcu_stack.kernel_variants(stack=mcu_stack.STACKS[stack])}
     assert parts["ExecuTorch runtime"]["text"] > 10_000 and parts["engine"]["text"] > 10_000
     assert parts["selected kernels + registration"]["text"] > 0
     assert r.pools_target["method_allocator_bytes"] < r.pools_host["method_allocator_bytes"]

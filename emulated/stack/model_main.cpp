@@ -3,7 +3,11 @@
  * sketch or an ESP-IDF app uses it (begin, fill the inputs, invoke, read the outputs), fed the
  * inputs of model_vectors.h and compared byte for byte with the outputs executorch_espnn.host.run
  * gave for them on the host.  Prints one line per case, what the pools and delegates hold, and
- * one verdict line; exits 0 only when every byte matched.
+ * one verdict line; exits 0 only when every byte matched.  The same source on every emulated
+ * MCU (cortex-m7, esp32c3): when model_pte.h embeds self-test cases it also runs
+ * EspnnModel::self_test() and prints its line (a case that is not bit-exact fails the run), and
+ * on a board that counts instructions (EMU_COUNTS_INSTRUCTIONS) one "EMU INSN invoke.<case> N"
+ * line per invoke() (emulated/esp_qemu.py's instruction_counts reads them).
  */
 #include <executorch_espnn.h>
 
@@ -20,6 +24,10 @@
 
 #ifndef EMU_TARGET_NAME
 #define EMU_TARGET_NAME "cortex-m7"
+#endif
+
+#ifdef EMU_COUNTS_INSTRUCTIONS
+extern "C" uint64_t emu_instructions(void); /* the board's retired-instruction count */
 #endif
 
 namespace {
@@ -73,6 +81,17 @@ int main() {
                 static_cast<unsigned long>(st.state_bytes), static_cast<unsigned long>(st.arena_bytes),
                 static_cast<unsigned long>(st.weights_bytes));
 
+#if ESPNN_MODEL_SELFTEST_CASES > 0
+    {
+        char line[192];
+        const bool exact = model.self_test(line, sizeof line);
+        std::printf("%s\n", line);
+        if (!exact) {
+            return verdict(false, EMU_NUM_CASES, 0, "selftest");
+        }
+    }
+#endif
+
     unsigned failed = 0;
     unsigned long compared = 0;
     for (unsigned c = 0; c < EMU_NUM_CASES; ++c) {
@@ -86,7 +105,14 @@ int main() {
             }
             std::memcpy(dst, in.data, in.size); /* every input before every invoke() */
         }
-        if (!model.invoke()) {
+#ifdef EMU_COUNTS_INSTRUCTIONS
+        const uint64_t insn0 = emu_instructions();
+        const bool invoked = model.invoke();
+        std::printf("EMU INSN invoke.%u %" PRIu64 "\n", c, emu_instructions() - insn0);
+#else
+        const bool invoked = model.invoke();
+#endif
+        if (!invoked) {
             std::printf("case %u: invoke failed: %s\n", c, model.error());
             failed++;
             continue;
