@@ -91,7 +91,7 @@ MODELS: list[tuple[str, Callable[[], nn.Module], int, str | None, bool]] = [
     ("mlp", mlp, 300, None, False),
     # the unrolled 8 steps are ~1,000 graph nodes: to_edge alone takes about two minutes
     ("gru_rows", gru_rows, 400, None, True),
-    ("lstm_rows", lstm_rows, 400, None, True),
+    ("lstm_rows", lstm_rows, 800, None, True),
 ]
 
 
@@ -99,6 +99,10 @@ def train(make: Callable[[], nn.Module], data: Digits, steps: int) -> nn.Module:
     torch.manual_seed(0)
     m = make()
     opt = torch.optim.Adam(m.parameters(), lr=0.01)
+    # The rate anneals to 0: the weights settle in the minimum they reached.  At a constant
+    # 0.01 the last steps still jump, and another CPU's float sums (another vector width) ended
+    # the depthwise CNN at 0.939 accuracy on the test split where this machine saw 0.975.
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
     g = torch.Generator().manual_seed(0)
     for _ in range(steps):
         b = torch.randint(0, len(data.x_train), (64,), generator=g)
@@ -106,4 +110,5 @@ def train(make: Callable[[], nn.Module], data: Digits, steps: int) -> nn.Module:
         opt.zero_grad()
         loss.backward()
         opt.step()
+        sched.step()
     return m.eval()
