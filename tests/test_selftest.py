@@ -45,7 +45,10 @@ class ConvExpConv(nn.Module):
 
 class TwoHeads(nn.Module):
     """A delegated output (compared on its int8 grid) and a float output computed on the CPU
-    (no quantization: compared bit for bit)."""
+    (no quantization: compared bit for bit).  The CPU operator is abs, exact on every machine.
+    An ``exp`` there differed in the last bit on CI's CPU and a ``sqrt`` here (PyTorch's kernels
+    against the C++ kernels the runner links): a real difference the self-test reports, which
+    this test must not depend on."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -53,7 +56,7 @@ class TwoHeads(nn.Module):
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         y = self.fc(x)
-        return y, torch.exp(y * 0.25)
+        return y, torch.abs(y)
 
 
 def _batches(n: int, shape: tuple[int, ...], seed: int) -> list[tuple[torch.Tensor]]:
@@ -130,14 +133,14 @@ def test_validation_samples_come_first_and_float_outputs_are_kept_as_float() -> 
         assert np.abs(inp.values[c].astype(np.int32) - want_q).max() <= 1
     head, tail = st.expected
     assert head.dtype == "int8" and head.scale > 0
-    assert tail.dtype == "float32" and tail.scale == 0.0  # exp on the CPU: a float output
+    assert tail.dtype == "float32" and tail.scale == 0.0  # abs on the CPU: a float output
     (payload,) = read_program(low.pte).payloads
     for c in range(3):
         x = st.program_inputs(c)[0]
         outs = run_delegate(payload, [x])
         y = outs[0]
         np.testing.assert_array_equal(head.values[c], _on_grid(y, head.scale, head.zero_point))
-        np.testing.assert_array_equal(tail.values[c], torch.exp(torch.from_numpy(y) * 0.25).numpy())
+        np.testing.assert_array_equal(tail.values[c], torch.abs(torch.from_numpy(y)).numpy())
 
 
 def test_without_data_the_samples_are_seeded_random_inputs() -> None:
