@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
-# Set everything up, then run the whole test suite.  Extra arguments go to pytest
-# (e.g. `-m "not slow"` for the quick unit tests only).
+# Set everything up (the Debian packages the tests need, then .venv), then run the whole test
+# suite on two workers.  Extra arguments go to pytest (e.g. `-m "not slow"` for the quick unit
+# tests only; `-n 0` for one process; ESPNN_TEST_WORKERS=4 for more workers).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+bash "$root/scripts/debian_packages.sh"
 bash "$root/scripts/setup.sh"
 cd "$root"
-exec "$root/.venv/bin/python" -m pytest "$@"
+workers=(-n "${ESPNN_TEST_WORKERS:-2}")
+for arg in "$@"; do
+  case "$arg" in -n|-n*|--numprocesses|--numprocesses=*|no:xdist) workers=() ;; esac
+done
+exec "$root/.venv/bin/python" -m pytest "${workers[@]}" "$@"
