@@ -1,13 +1,18 @@
 """person_detection_idf's model: a MobileNetV1-style person detector (0.25 width, 96x96
-grayscale, classes no person / person).  Trained here, deterministically, in a few seconds on
+grayscale, classes no person / person).  Trained by train(), deterministically, in a few seconds on
 synthetic scenes (no downloads): a lit gradient background, with a person drawn as a head above
 a body, or without one (sometimes a bright bar as a distractor).  The app feeds scene(True) and
-scene(False) and logs the scores."""
+scene(False) and logs the scores.
+model() does not train: it loads the weights train() gave, shipped as data in mobilenet.weights.pt."""
+
+from pathlib import Path
 
 import torch
 
 SIZE = 96
 LABELS = ("no person", "person")
+# the trained state_dict: data, written by train() (scripts/train_example_weights.py)
+WEIGHTS = Path(__file__).with_suffix(".weights.pt")
 TEST_SCENES = (True, False)  # what the app feeds, in this order
 
 
@@ -73,7 +78,8 @@ def _noisy_batch(g: torch.Generator, n: int) -> tuple[torch.Tensor, torch.Tensor
     return torch.cat(images), labels
 
 
-def model() -> torch.nn.Module:
+def train() -> torch.nn.Module:
+    """How WEIGHTS was made (scripts/train_example_weights.py runs this)."""
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(0)
     net = MobileNetV1()
@@ -98,6 +104,19 @@ def model() -> torch.nn.Module:
                 net(_noisy_batch(g, 16)[0])
     finally:
         torch.set_num_threads(threads)
+    return net.eval()
+
+
+def model() -> torch.nn.Module:
+    """The net with the weights train() gave once, shipped as data next to this file: float
+    training rounds differently on other CPUs (vector widths), so training here could give
+    other weights, so other scores than the README's."""
+    if not WEIGHTS.is_file():
+        raise FileNotFoundError(
+            f"{WEIGHTS} is missing: regenerate it (in the checkout) with "
+            "`.venv/bin/python scripts/train_example_weights.py`")
+    net = MobileNetV1()
+    net.load_state_dict(torch.load(WEIGHTS, weights_only=True))
     return net.eval()
 
 

@@ -1,10 +1,15 @@
 """two_models' second model: a tiny MLP (4 -> 8 -> 2) that tells whether four samples of a
-signal are quiet or loud (mean absolute value under or over 0.5).  Trained here,
-deterministically, in well under a second; the first model is hello_world's trend MLP."""
+signal are quiet or loud (mean absolute value under or over 0.5).  Trained by train(),
+deterministically, in well under a second; the first model is hello_world's trend MLP.
+model() does not train: it loads the weights train() gave, shipped as data in level.weights.pt."""
+
+from pathlib import Path
 
 import torch
 
 LABELS = ("quiet", "loud")
+# the trained state_dict: data, written by train() (scripts/train_example_weights.py)
+WEIGHTS = Path(__file__).with_suffix(".weights.pt")
 
 # What the sketch (src/main.cpp) feeds both models, in this order.
 TEST_INPUTS = (
@@ -32,7 +37,8 @@ def samples(g: torch.Generator, n: int) -> tuple[torch.Tensor, torch.Tensor]:
     return x, y
 
 
-def model() -> torch.nn.Module:
+def train() -> torch.nn.Module:
+    """How WEIGHTS was made (scripts/train_example_weights.py runs this)."""
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(0)
     net = LevelMLP()
@@ -48,6 +54,19 @@ def model() -> torch.nn.Module:
             opt.step()
     finally:
         torch.set_num_threads(threads)
+    return net.eval()
+
+
+def model() -> torch.nn.Module:
+    """The net with the weights train() gave once, shipped as data next to this file: float
+    training rounds differently on other CPUs (vector widths), so training here could give
+    other weights, so other scores than the README's."""
+    if not WEIGHTS.is_file():
+        raise FileNotFoundError(
+            f"{WEIGHTS} is missing: regenerate it (in the checkout) with "
+            "`.venv/bin/python scripts/train_example_weights.py`")
+    net = LevelMLP()
+    net.load_state_dict(torch.load(WEIGHTS, weights_only=True))
     return net.eval()
 
 
