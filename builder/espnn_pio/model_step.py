@@ -3,15 +3,17 @@
 Runs while SCons reads the build scripts, before anything compiles, because espressif32's
 ESP-IDF builder reads the CMake code model (which must already contain the generated model
 component) at that point too; one mechanism then serves every framework.  The decision to
-relower is a content-hash key over: the model file, the calibration and validation data, the
-options, the installed executorch-espnn / ExecuTorch / torch / torchao versions (plus the
-package's source when it runs from a checkout) and this step's own driver and templates.  The
-key is stored in $BUILD_DIR/executorch/stamp.json next to the outputs; nothing is written
+relower is a content-hash key over: the model file and the data files next to it named after it
+(model/ds_cnn.weights.pt, the weights model/ds_cnn.py loads), the calibration and validation
+data, the options, the installed executorch-espnn / ExecuTorch / torch / torchao versions (plus
+the package's source when it runs from a checkout) and this step's own driver and templates.
+The key is stored in $BUILD_DIR/executorch/stamp.json next to the outputs; nothing is written
 outside that folder.
 """
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
@@ -125,6 +127,13 @@ def checkout_package_dir(platform_dir: Path) -> Path | None:
     return checkout.package_dir(platform_dir)
 
 
+def model_data_files(model: Path) -> list[Path]:
+    """The files next to the model file named after it (ds_cnn.weights.pt next to ds_cnn.py):
+    data the model file loads, so a change to one relowers."""
+    pattern = f"{glob.escape(model.stem)}.*"
+    return sorted(p for p in model.parent.glob(pattern) if p.is_file() and p.name != model.name)
+
+
 def _tree_hash(root: Path, patterns: Iterable[str]) -> str:
     h = hashlib.sha256()
     files = sorted({p for pat in patterns for p in root.rglob(pat) if "__pycache__" not in p.parts})
@@ -144,7 +153,7 @@ def cache_key(opts: ModelOptions, platform_dir: Path) -> dict[str, Any]:
     from executorch_espnn.rendering import templates_dir  # after setup() chose the package
 
     templates = templates_dir()
-    return {
+    key: dict[str, Any] = {
         "model": _sha256_file(opts.model),
         "calibration": _sha256_file(opts.calibration) if opts.calibration else None,
         "validation": _sha256_file(opts.validation) if opts.validation else None,
@@ -161,6 +170,10 @@ def cache_key(opts: ModelOptions, platform_dir: Path) -> dict[str, Any]:
             **{t: _sha256_file(templates / t) for t in render.INCLUDES},
         },
     }
+    data = model_data_files(opts.model)
+    if data:  # a model file without data files keeps its old key
+        key["model_data"] = {f.name: _sha256_file(f) for f in data}
+    return key
 
 
 def is_up_to_date(paths: StepPaths, key: dict[str, Any], storage: StorageOptions | None = None) -> bool:
