@@ -9,7 +9,8 @@ What the program prints is checked against two independent computations on the s
     (`executorch_espnn.host.run`): same scores to the printed precision;
 and the class must be the one the example's input was made to show, with a margin.  The test's
 own lowering of the example's model file must give the build's .pte byte for byte (the
-examples train deterministically).
+examples ship their trained weights, so every machine lowers the same model); the keyword
+spotter's class lines and .pte sha256 must be the ones README.md and docs/platformio.md quote.
 
 hello_world runs in the default (non-slow) selection, with the no-op rebuild test, which also
 prints the no-op time against a plain PlatformIO build.
@@ -322,6 +323,30 @@ def test_keyword_spotting_names_the_keyword_it_hears(core: Path, tmp_path: Path)
         assert int(cls) == label and name == heard == mod.LABELS[label]
         assert_margin(printed, label, margin=2.0)
         check_scores(printed, built, ref, mod.keyword_frame(label), heard)
+    assert_transcripts_match(built)
+
+
+# a class line of the keyword-spotting sketch, without its latency (which differs run to run)
+HEARD_LINE = re.compile(r"^(heard '\w+': top class \d+ \(\w+\) score \S+, next \w+ \S+), \d+ us$", re.M)
+TRANSCRIPTS = ("README.md", "docs/platformio.md")  # the docs that quote the demo's output
+
+
+def assert_transcripts_match(built: Built) -> None:
+    """What README.md (and docs/platformio.md) show `bash scripts/demo.sh` printing is what it
+    prints: the same first class lines with the same scores, and the same .pte (its sha256);
+    the latencies are left out.  The examples ship their trained weights, so this holds on any
+    machine; after retraining them (scripts/train_example_weights.py), update the transcripts."""
+    import hashlib
+
+    run = HEARD_LINE.findall(built.stdout)
+    sha = hashlib.sha256(built.pte).hexdigest()
+    for doc in TRANSCRIPTS:
+        text = (h.ROOT / doc).read_text(encoding="utf8")
+        quoted = HEARD_LINE.findall(text)
+        assert quoted, f"{doc} quotes no class line of the demo"
+        assert quoted == run[: len(quoted)], f"{doc} quotes {quoted}, the demo printed {run}"
+        shas = re.findall(r"^ExecuTorch model: .* \.pte \(sha256 ([0-9a-f]{12})\)", text, re.M)
+        assert shas == [sha[:12]], f"{doc} quotes the .pte sha256 {shas}, the demo built {sha[:12]}"
 
 
 @pytest.mark.slow
