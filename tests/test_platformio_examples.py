@@ -333,20 +333,18 @@ TRANSCRIPTS = ("README.md", "docs/platformio.md")  # the docs that quote the dem
 
 def assert_transcripts_match(built: Built) -> None:
     """What README.md (and docs/platformio.md) show `bash scripts/demo.sh` printing is what it
-    prints: the same first class lines with the same scores, and the same .pte (its sha256);
-    the latencies are left out.  The examples ship their trained weights, so this holds on any
-    machine; after retraining them (scripts/train_example_weights.py), update the transcripts."""
-    import hashlib
-
+    prints: the same first class lines with the same scores; the latencies are left out.  The
+    examples ship their trained weights, so this holds on any machine; after retraining them
+    (scripts/train_example_weights.py), update the transcripts.  The .pte's sha256 is not
+    compared: the activation scales come from float calibration passes, whose last bits follow
+    the CPU's vector width; calibration data scaled by 1 +- 1e-7 changed the sha256 every time
+    and these scores never."""
     run = HEARD_LINE.findall(built.stdout)
-    sha = hashlib.sha256(built.pte).hexdigest()
     for doc in TRANSCRIPTS:
         text = (h.ROOT / doc).read_text(encoding="utf8")
         quoted = HEARD_LINE.findall(text)
         assert quoted, f"{doc} quotes no class line of the demo"
         assert quoted == run[: len(quoted)], f"{doc} quotes {quoted}, the demo printed {run}"
-        shas = re.findall(r"^ExecuTorch model: .* \.pte \(sha256 ([0-9a-f]{12})\)", text, re.M)
-        assert shas == [sha[:12]], f"{doc} quotes the .pte sha256 {shas}, the demo built {sha[:12]}"
 
 
 @pytest.mark.slow
