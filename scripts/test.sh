@@ -7,7 +7,9 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bash "$root/scripts/debian_packages.sh"
 bash "$root/scripts/setup.sh"
 cd "$root"
-workers=(-n "${ESPNN_TEST_WORKERS:-2}")
+# --dist loadfile: a file's tests share one worker, so its module fixtures (the wheel's venv, a
+# built example, a sanitizer build) are made once, not once per worker
+workers=(-n "${ESPNN_TEST_WORKERS:-2}" --dist loadfile)
 for arg in "$@"; do
   case "$arg" in -n|-n*|--numprocesses|--numprocesses=*|no:xdist) workers=() ;; esac
 done

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -83,9 +84,10 @@ def test_the_sdist_builds_the_same_wheel(wheel: Path, tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, str]]]:
     """A fresh environment with the wheel and its [platformio] extra; the environment variables
-    a user's shell has (no PYTHONPATH, nothing of this checkout, empty caches)."""
+    a user's shell has (no PYTHONPATH, nothing of this checkout, empty caches).  Removed after
+    the module: it is 1.6 GB (torch), and pytest keeps every test's folder until the run ends."""
     work = tmp_path_factory.mktemp("wheel-venv")
     _run([sys.executable, "-m", "venv", str(work / "venv")], work, dict(os.environ))
     py = work / "venv" / "bin" / "python"
@@ -98,7 +100,8 @@ def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, d
     pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", *find_links]
     _run([*pip, "torch==2.13.0"], work, env, timeout=1500)  # first and pinned: never a CUDA build
     _run([*pip, f"{wheel}[platformio]"], work, env, timeout=1500)
-    return py, env
+    yield py, env
+    shutil.rmtree(work / "venv", ignore_errors=True)
 
 
 def test_installed_package_is_not_the_checkout(venv: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
