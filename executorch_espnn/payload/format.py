@@ -83,6 +83,11 @@ class DType(enum.IntEnum):
     def numpy_name(self) -> str:
         return {1: "int8", 2: "uint8", 3: "int16", 4: "int32", 5: "float32"}[int(self)]
 
+    @classmethod
+    def from_numpy_name(cls, name: str) -> DType:
+        """The dtype whose ``numpy_name`` is ``name`` (KeyError for none)."""
+        return {d.numpy_name: d for d in cls}[name]
+
 
 class Storage(enum.IntEnum):
     ARENA = 0  # offset = byte offset in the activation arena
