@@ -8,6 +8,7 @@
 #include <cmath>
 #include <new>
 #include <optional>
+#include <utility>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -130,13 +131,47 @@ void runtime_init_once() {
     (void)done;
 }
 
+void free_block(espnn_mem_block_t *block) {
+    if (block->ptr != nullptr) {
+        espnn_mem_free(*block);
+    }
+    *block = espnn_mem_block_t{};
+}
+
+/* Owns one block of espnn_mem_alloc (a pool) and frees it when destroyed, so that a load that
+ * stops half way releases what it took.  Move-only: two owners would free twice. */
+class OwnedBlock {
+  public:
+    OwnedBlock() = default;
+    explicit OwnedBlock(espnn_mem_block_t block) : block_(block) {}
+    ~OwnedBlock() { free_block(&block_); }
+    OwnedBlock(OwnedBlock &&other) noexcept : block_(other.block_) { other.block_ = espnn_mem_block_t{}; }
+    OwnedBlock &operator=(OwnedBlock &&other) noexcept {
+        if (this != &other) {
+            free_block(&block_);
+            block_ = other.block_;
+            other.block_ = espnn_mem_block_t{};
+        }
+        return *this;
+    }
+    OwnedBlock(const OwnedBlock &) = delete;
+    OwnedBlock &operator=(const OwnedBlock &) = delete;
+
+    void *ptr() const { return block_.ptr; }
+
+  private:
+    espnn_mem_block_t block_{};
+};
+
 } // namespace
 
 struct EspnnModel::Impl {
-    espnn_mem_block_t self{};
-    espnn_mem_block_t method_pool{};
-    espnn_mem_block_t temp_pool{};
-    espnn_mem_block_t planned_pool{};
+    espnn_mem_block_t self{}; /* the block this struct lives in: end() frees it after ~Impl */
+    /* the pools, freed by ~Impl after the ExecuTorch objects that end() resets first (planned,
+     * temp, method: the reverse of their order here) */
+    OwnedBlock method_pool;
+    OwnedBlock temp_pool;
+    OwnedBlock planned_pool;
     BufferDataLoader loader;
     std::optional<et::Program> program;
     std::optional<PoolAllocator> method_allocator;
@@ -151,7 +186,7 @@ struct EspnnModel::Impl {
     /* what load() reads: the header's description, or (storage = partition) the mapped
      * image's bytes and sizes with the header's I/O */
     espnn_pte_desc_t desc{};
-    espnn_partition::Mapping mapping{};
+    espnn_partition::OwnedMapping mapping; /* end() closes it last, after the program that read it */
     char sha256[65] = {0};
 
     Impl(const void *data, size_t size) : loader(data, size) {}
@@ -197,13 +232,6 @@ size_t EspnnModel::input_numel(size_t index) const { return numel_of(input_info(
 
 size_t EspnnModel::output_numel(size_t index) const { return numel_of(output_info(index)); }
 
-static void free_block(espnn_mem_block_t *block) {
-    if (block->ptr != nullptr) {
-        espnn_mem_free(*block);
-    }
-    *block = espnn_mem_block_t{};
-}
-
 void EspnnModel::end() {
     if (impl_ == nullptr) {
         return;
@@ -223,14 +251,11 @@ void EspnnModel::end() {
     for (size_t i = 0; i < desc_.n_outputs; ++i) {
         free_block(&impl->outputs[i].staging);
     }
-    free_block(&impl->planned_pool);
-    free_block(&impl->temp_pool);
-    free_block(&impl->method_pool);
+    /* unmapped when this returns, after the state block that held the program is freed */
+    espnn_partition::OwnedMapping mapping = std::move(impl->mapping);
     espnn_mem_block_t self = impl->self;
-    espnn_partition::Mapping mapping = impl->mapping;
-    impl->~Impl();
+    impl->~Impl(); /* frees the pools */
     free_block(&self);
-    espnn_partition::close(&mapping); /* after the program that read it */
 }
 
 /* Copies the backend's last message after "<what>: <error name>" so a user sees why. */
@@ -266,7 +291,7 @@ bool EspnnModel::begin() {
     /* custom_executorch_storage = partition: the bytes and sizes come from the mapped image
      * (checked against this firmware); from here on `d` describes it as an embedded model */
     espnn_pte_desc_t mapped{};
-    espnn_partition::Mapping mapping{};
+    espnn_partition::OwnedMapping mapping; /* unmapped on any return before the model takes it */
     const bool in_partition = desc_.storage == ESPNN_STORAGE_PARTITION;
     const size_t n_io = static_cast<size_t>(desc_.n_inputs) + desc_.n_outputs;
     espnn_pte_tensor_t io_copy[ESPNN_IMAGE_MAX_TENSORS]; /* copied into the state block below */
@@ -278,7 +303,7 @@ bool EspnnModel::begin() {
                  static_cast<unsigned>(desc_.n_inputs), static_cast<unsigned>(desc_.n_outputs));
             return false;
         }
-        if (!espnn_partition::open(desc_, &mapping, &mapped, io_copy, sha_hex, msg, sizeof msg)) {
+        if (!espnn_partition::open(desc_, mapping.get(), &mapped, io_copy, sha_hex, msg, sizeof msg)) {
             fail("%s", msg);
             return false;
         }
@@ -286,19 +311,16 @@ bool EspnnModel::begin() {
     const espnn_pte_desc_t &d = in_partition ? mapped : desc_;
     if (d.data == nullptr || d.size == 0) {
         fail("model header has no program bytes");
-        espnn_partition::close(&mapping);
         return false;
     }
     if ((reinterpret_cast<uintptr_t>(d.data) % kPoolAlign) != 0) {
         fail("program bytes at %p are not 16-byte aligned: the generated data must keep its .balign 16",
              static_cast<const void *>(d.data));
-        espnn_partition::close(&mapping);
         return false;
     }
     if ((d.n_inputs > 0 && d.inputs == nullptr) || (d.n_outputs > 0 && d.outputs == nullptr)) {
         fail("model header lists %u inputs and %u outputs without their descriptions",
              static_cast<unsigned>(d.n_inputs), static_cast<unsigned>(d.n_outputs));
-        espnn_partition::close(&mapping);
         return false;
     }
 
@@ -307,12 +329,10 @@ bool EspnnModel::begin() {
              "EspnnSharedArena with ESPNN_SHARED_ARENA_BYTES of the build's espnn_models.h (the largest "
              "model's arena)",
              static_cast<unsigned>(d.arena_bytes), static_cast<unsigned long>(shared_->size()));
-        espnn_partition::close(&mapping);
         return false;
     }
     if (shared_ != nullptr && d.arena_bytes > 0 && shared_->data(msg, sizeof msg) == nullptr) {
         fail("%s", msg);
-        espnn_partition::close(&mapping);
         return false;
     }
 
@@ -322,7 +342,6 @@ bool EspnnModel::begin() {
         char detail[256];
         executorch_espnn_last_error(detail, sizeof detail);
         fail("cannot register EspNNDelegateBackend (error 0x%x): %s", static_cast<unsigned>(reg), detail);
-        espnn_partition::close(&mapping);
         return false;
     }
 
@@ -338,7 +357,6 @@ bool EspnnModel::begin() {
         espnn_mem_alloc(ESPNN_MEM_STATE, self_bytes, kPoolAlign, "EspnnModel state", msg, sizeof msg);
     if (self.ptr == nullptr) {
         fail("%s", msg);
-        espnn_partition::close(&mapping);
         return false;
     }
     Impl *impl = new (self.ptr) Impl(d.data, d.size);
@@ -357,7 +375,7 @@ bool EspnnModel::begin() {
         impl->desc.outputs = own + d.n_inputs;
         memcpy(impl->sha256, sha_hex, sizeof impl->sha256);
         impl->desc.sha256 = impl->sha256;
-        impl->mapping = mapping;
+        impl->mapping = std::move(mapping);
     }
     impl_ = impl;
     if (!load(msg, sizeof msg)) {
@@ -445,13 +463,13 @@ bool EspnnModel::load(char *msg, size_t msg_size) {
         return false;
     }
     if (d.planned_bytes > 0) {
-        impl->planned_pool = espnn_mem_alloc(ESPNN_MEM_PLANNED, d.planned_bytes, kPoolAlign,
-                                             "ExecuTorch planned buffers", msg, msg_size);
-        if (impl->planned_pool.ptr == nullptr) {
+        impl->planned_pool = OwnedBlock(espnn_mem_alloc(ESPNN_MEM_PLANNED, d.planned_bytes, kPoolAlign,
+                                                        "ExecuTorch planned buffers", msg, msg_size));
+        if (impl->planned_pool.ptr() == nullptr) {
             return false;
         }
     }
-    uint8_t *cursor = static_cast<uint8_t *>(impl->planned_pool.ptr);
+    uint8_t *cursor = static_cast<uint8_t *>(impl->planned_pool.ptr());
     for (size_t i = 0; i < n_planned; ++i) {
         const size_t bytes = static_cast<size_t>(meta->memory_planned_buffer_size(i).get());
         impl->planned_spans[i] = et::Span<uint8_t>(cursor, bytes);
@@ -460,23 +478,23 @@ bool EspnnModel::load(char *msg, size_t msg_size) {
     impl->n_planned = n_planned;
 
     if (d.method_allocator_bytes > 0) {
-        impl->method_pool = espnn_mem_alloc(ESPNN_MEM_STATE, d.method_allocator_bytes, kPoolAlign,
-                                            "ExecuTorch method allocator", msg, msg_size);
-        if (impl->method_pool.ptr == nullptr) {
+        impl->method_pool = OwnedBlock(espnn_mem_alloc(ESPNN_MEM_STATE, d.method_allocator_bytes, kPoolAlign,
+                                                       "ExecuTorch method allocator", msg, msg_size));
+        if (impl->method_pool.ptr() == nullptr) {
             return false;
         }
     }
     if (d.temp_allocator_bytes > 0) {
-        impl->temp_pool = espnn_mem_alloc(ESPNN_MEM_PLANNED, d.temp_allocator_bytes, kPoolAlign,
-                                          "ExecuTorch temp allocator", msg, msg_size);
-        if (impl->temp_pool.ptr == nullptr) {
+        impl->temp_pool = OwnedBlock(espnn_mem_alloc(ESPNN_MEM_PLANNED, d.temp_allocator_bytes, kPoolAlign,
+                                                     "ExecuTorch temp allocator", msg, msg_size));
+        if (impl->temp_pool.ptr() == nullptr) {
             return false;
         }
     }
-    impl->method_allocator.emplace(d.method_allocator_bytes, static_cast<uint8_t *>(impl->method_pool.ptr));
+    impl->method_allocator.emplace(d.method_allocator_bytes, static_cast<uint8_t *>(impl->method_pool.ptr()));
     /* a zero-capacity temp allocator (not none): without one ExecuTorch falls back to the
      * PAL heap, and the description says how much temp memory the kernels need */
-    impl->temp_allocator.emplace(d.temp_allocator_bytes, static_cast<uint8_t *>(impl->temp_pool.ptr));
+    impl->temp_allocator.emplace(d.temp_allocator_bytes, static_cast<uint8_t *>(impl->temp_pool.ptr()));
     impl->planned.emplace(et::Span<et::Span<uint8_t>>(impl->planned_spans, n_planned));
     impl->memory.emplace(&*impl->method_allocator, &*impl->planned, &*impl->temp_allocator);
 
