@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import LoweringError, OptionValueError
 from .graph.names import DEQUANTIZE, QUANTIZE, node_op
+from .payload.format import DType
 
 if TYPE_CHECKING:
     from executorch.exir import EdgeProgramManager
@@ -46,10 +47,10 @@ def view_bytes(numel: int, tensor_dtype: str, wanted_dtype: str) -> int:
     """The view buffer ``EspnnModel::input<T>()``/``output<T>()`` allocates on a program I/O
     tensor (``view_bytes`` of runtime/espnn_model.cpp): 0 in the tensor's own dtype (its storage
     is returned: with int8 I/O, ``input<int8_t>()`` costs nothing), numel x element size of the
-    other dtype ("float32" 4 bytes, "int8" 1)."""
+    other dtype ("float32" 4 bytes, "int8" 1: the payload format's DType sizes)."""
     if wanted_dtype == tensor_dtype:
         return 0
-    return numel * (4 if wanted_dtype == "float32" else 1)
+    return numel * DType.from_numpy_name(wanted_dtype).size
 
 
 def _user_output_indices(ep: ExportedProgram) -> list[int]:

@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .errors import LoweringError, OptionValueError
+from .payload.format import DType
 
 if TYPE_CHECKING:
     from torch.export import ExportedProgram
@@ -104,16 +105,12 @@ class SelfTest:
         def tensor(t: SelfTestTensor) -> dict[str, Any]:
             flat = t.values.reshape(-1)
             values: list[Any] = [int(v) for v in flat] if t.dtype == "int8" else [float(v) for v in flat]
-            return {"name": t.name, "dtype": t.dtype, "dtype_code": DTYPE_CODES[t.dtype],
+            return {"name": t.name, "dtype": t.dtype, "dtype_code": int(DType.from_numpy_name(t.dtype)),
                     "numel": t.numel, "scale": t.scale, "zero_point": t.zero_point, "data": values}
 
         return {"n_cases": self.n_cases, "source": self.source,
                 "inputs": [tensor(t) for t in self.inputs],
                 "expected": [tensor(t) for t in self.expected]}
-
-
-#: ESPNN_DTYPE_* of espnn_format.h, as model_pte.h's tensor descriptions use them
-DTYPE_CODES = {"int8": 1, "float32": 5}
 
 
 def check_count(value: object) -> int:

@@ -49,7 +49,7 @@ from executorch_espnn.payload import (
     writer,
 )
 from executorch_espnn.payload import format as F
-from executorch_espnn.payload.state import OP_STATE_BYTES, state_bytes
+from executorch_espnn.payload.state import state_bytes
 from executorch_espnn.reference import run_delegate
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
@@ -548,7 +548,7 @@ def test_state_bytes_formula_matches_engine(variant: str) -> None:
         seen |= {op.opcode for op in p.ops}
         info = eh.inspect(_exe(variant), _variant(variant), data)
         assert int(info["state_bytes"]) == state_bytes(p), name
-    assert seen == set(Opcode) == set(OP_STATE_BYTES), "every op family's state size is checked"
+    assert seen == set(Opcode) == set(F.OP_SPECS), "every op family's state size is checked"
 
 
 # ----------------------------------------------------------------------- real ESP-NN

@@ -79,3 +79,16 @@ def test_text_table_pads_columns_and_drops_trailing_blanks() -> None:
         "  z"
     )
     assert table(["only"], []) == "  only\n  ----"
+
+
+def test_the_model_pte_initializer_lists_the_struct_fields_in_order() -> None:
+    # the initializer is positional: a field added to espnn_pte_desc_t but not to the one list
+    # both model_pte.h variants render would shift every later value into the wrong field
+    header = (ROOT / "espnn_component/include/espnn_pte.h").read_text()
+    body = header.split("typedef struct espnn_pte_desc {", 1)[1].split("} espnn_pte_desc_t;", 1)[0]
+    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+    fields = [re.findall(r"\w+", decl)[-1] for decl in body.split(";") if decl.strip()]
+    module = rendering.environment().get_template("model_pte_desc.j2").module
+    assert list(module.FIELDS) == fields  # type: ignore[attr-defined]
+    line = module.pte_desc({"n_inputs": "2"}, {"data": "why"})  # type: ignore[attr-defined]
+    assert line.count(", /* ") == len(fields) and "    2, /* n_inputs */" in line and "0, /* data: why */" in line

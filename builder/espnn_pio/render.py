@@ -142,8 +142,10 @@ def selftest_summary(selftest: dict[str, Any] | None) -> dict[str, Any]:
     """What model_info.json says about the embedded self-test (the values stay in the header)."""
     if not selftest:
         return {"cases": 0}
-    size = {"int8": 1, "float32": 4}
-    nbytes = sum(len(t["data"]) * size[t["dtype"]] for t in selftest["inputs"] + selftest["expected"])
+    from executorch_espnn.payload.format import DType  # the format's one table of element sizes
+
+    tensors = selftest["inputs"] + selftest["expected"]
+    nbytes = sum(len(t["data"]) * DType.from_numpy_name(t["dtype"]).size for t in tensors)
     return {"cases": int(selftest["n_cases"]), "source": str(selftest["source"]), "bytes": nbytes}
 
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <new>
 #include <optional>
+#include <utility>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -130,13 +131,47 @@ void runtime_init_once() {
     (void)done;
 }
 
+void free_block(espnn_mem_block_t *block) {
+    if (block->ptr != nullptr) {
+        espnn_mem_free(*block);
+    }
+    *block = espnn_mem_block_t{};
+}
+
+/* Owns one block of espnn_mem_alloc (a pool) and frees it when destroyed, so that a load that
+ * stops half way releases what it took.  Move-only: two owners would free twice. */
+class OwnedBlock {
+  public:
+    OwnedBlock() = default;
+    explicit OwnedBlock(espnn_mem_block_t block) : block_(block) {}
+    ~OwnedBlock() { free_block(&block_); }
+    OwnedBlock(OwnedBlock &&other) noexcept : block_(other.block_) { other.block_ = espnn_mem_block_t{}; }
+    OwnedBlock &operator=(OwnedBlock &&other) noexcept {
+        if (this != &other) {
+            free_block(&block_);
+            block_ = other.block_;
+            other.block_ = espnn_mem_block_t{};
+        }
+        return *this;
+    }
+    OwnedBlock(const OwnedBlock &) = delete;
+    OwnedBlock &operator=(const OwnedBlock &) = delete;
+
+    void *ptr() const { return block_.ptr; }
+
+  private:
+    espnn_mem_block_t block_{};
+};
+
 } // namespace
 
 struct EspnnModel::Impl {
-    espnn_mem_block_t self{};
-    espnn_mem_block_t method_pool{};
-    espnn_mem_block_t temp_pool{};
-    espnn_mem_block_t planned_pool{};
+    espnn_mem_block_t self{}; /* the block this struct lives in: end() frees it after ~Impl */
+    /* the pools, freed by ~Impl after the ExecuTorch objects that end() resets first (planned,
+     * temp, method: the reverse of their order here) */
+    OwnedBlock method_pool;
+    OwnedBlock temp_pool;
+    OwnedBlock planned_pool;
     BufferDataLoader loader;
     std::optional<et::Program> program;
     std::optional<PoolAllocator> method_allocator;
@@ -151,7 +186,7 @@ struct EspnnModel::Impl {
     /* what load() reads: the header's description, or (storage = partition) the mapped
      * image's bytes and sizes with the header's I/O */
     espnn_pte_desc_t desc{};
-    espnn_partition::Mapping mapping{};
+    espnn_partition::OwnedMapping mapping; /* end() closes it last, after the program that read it */
     char sha256[65] = {0};
 
     Impl(const void *data, size_t size) : loader(data, size) {}
@@ -197,13 +232,6 @@ size_t EspnnModel::input_numel(size_t index) const { return numel_of(input_info(
 
 size_t EspnnModel::output_numel(size_t index) const { return numel_of(output_info(index)); }
 
-static void free_block(espnn_mem_block_t *block) {
-    if (block->ptr != nullptr) {
-        espnn_mem_free(*block);
-    }
-    *block = espnn_mem_block_t{};
-}
-
 void EspnnModel::end() {
     if (impl_ == nullptr) {
         return;
@@ -223,14 +251,11 @@ void EspnnModel::end() {
     for (size_t i = 0; i < desc_.n_outputs; ++i) {
         free_block(&impl->outputs[i].staging);
     }
-    free_block(&impl->planned_pool);
-    free_block(&impl->temp_pool);
-    free_block(&impl->method_pool);
+    /* unmapped when this returns, after the state block that held the program is freed */
+    espnn_partition::OwnedMapping mapping = std::move(impl->mapping);
     espnn_mem_block_t self = impl->self;
-    espnn_partition::Mapping mapping = impl->mapping;
-    impl->~Impl();
+    impl->~Impl(); /* frees the pools */
     free_block(&self);
-    espnn_partition::close(&mapping); /* after the program that read it */
 }
 
 /* Copies the backend's last message after "<what>: <error name>" so a user sees why. */
@@ -247,150 +272,168 @@ static void describe_failure(char *out, size_t size, const char *what, et::Error
     }
 }
 
-bool EspnnModel::begin() {
-    if (impl_ != nullptr) {
-        return true;
-    }
-    error_[0] = '\0';
-    if (desc_.desc_version != ESPNN_PTE_DESC_VERSION) {
-        fail("model header description version %u, this runtime reads version %d: regenerate model_pte.h "
-             "with the installed executorch-espnn",
-             static_cast<unsigned>(desc_.desc_version), ESPNN_PTE_DESC_VERSION);
-        return false;
-    }
-    char msg[320];
-    if (!espnn_et::check_desc_versions(desc_, msg, sizeof msg)) {
-        fail("%s", msg);
-        return false;
-    }
-    /* custom_executorch_storage = partition: the bytes and sizes come from the mapped image
-     * (checked against this firmware); from here on `d` describes it as an embedded model */
+namespace {
+
+/* ExecuTorch's small fixed maximum of memory ids: the number of planned buffers is only known
+ * after the program is parsed, when the state block already exists. */
+constexpr size_t kMaxPlanned = 16;
+
+/* Where begin() finds the program: the header's description, or (custom_executorch_storage =
+ * partition) the mapped image's, with the image's I/O descriptions and digest kept here until
+ * the state block exists.  The mapping is unmapped on any return before the model takes it. */
+struct Source {
     espnn_pte_desc_t mapped{};
-    espnn_partition::Mapping mapping{};
-    const bool in_partition = desc_.storage == ESPNN_STORAGE_PARTITION;
-    const size_t n_io = static_cast<size_t>(desc_.n_inputs) + desc_.n_outputs;
-    espnn_pte_tensor_t io_copy[ESPNN_IMAGE_MAX_TENSORS]; /* copied into the state block below */
+    espnn_partition::OwnedMapping mapping;
+    espnn_pte_tensor_t io_copy[ESPNN_IMAGE_MAX_TENSORS]; /* copied into the state block */
     char sha_hex[65];
-    if (in_partition) {
-        if ((desc_.n_inputs > 0 && desc_.inputs == nullptr) || (desc_.n_outputs > 0 && desc_.outputs == nullptr) ||
-            n_io > ESPNN_IMAGE_MAX_TENSORS) {
-            fail("model header lists %u inputs and %u outputs without their descriptions",
-                 static_cast<unsigned>(desc_.n_inputs), static_cast<unsigned>(desc_.n_outputs));
-            return false;
-        }
-        if (!espnn_partition::open(desc_, &mapping, &mapped, io_copy, sha_hex, msg, sizeof msg)) {
-            fail("%s", msg);
-            return false;
-        }
+    bool in_partition = false;
+};
+
+/* The description's version stamps: a header from another executorch-espnn stops here. */
+bool check_versions(const espnn_pte_desc_t &desc, char *msg, size_t msg_size) {
+    if (desc.desc_version != ESPNN_PTE_DESC_VERSION) {
+        snprintf(msg, msg_size,
+                 "model header description version %u, this runtime reads version %d: regenerate model_pte.h "
+                 "with the installed executorch-espnn",
+                 static_cast<unsigned>(desc.desc_version), ESPNN_PTE_DESC_VERSION);
+        return false;
     }
-    const espnn_pte_desc_t &d = in_partition ? mapped : desc_;
+    return espnn_et::check_desc_versions(desc, msg, msg_size);
+}
+
+/* The description of the program to load: `desc` itself, or from a partition the mapped image
+ * (checked against this firmware) described as an embedded model.  Null on failure. */
+const espnn_pte_desc_t *open_source(const espnn_pte_desc_t &desc, Source *src, char *msg, size_t msg_size) {
+    src->in_partition = desc.storage == ESPNN_STORAGE_PARTITION;
+    if (!src->in_partition) {
+        return &desc;
+    }
+    const size_t n_io = static_cast<size_t>(desc.n_inputs) + desc.n_outputs;
+    if ((desc.n_inputs > 0 && desc.inputs == nullptr) || (desc.n_outputs > 0 && desc.outputs == nullptr) ||
+        n_io > ESPNN_IMAGE_MAX_TENSORS) {
+        snprintf(msg, msg_size, "model header lists %u inputs and %u outputs without their descriptions",
+                 static_cast<unsigned>(desc.n_inputs), static_cast<unsigned>(desc.n_outputs));
+        return nullptr;
+    }
+    if (!espnn_partition::open(desc, src->mapping.get(), &src->mapped, src->io_copy, src->sha_hex, msg,
+                               msg_size)) {
+        return nullptr;
+    }
+    return &src->mapped;
+}
+
+/* What must hold of the program's description (and the shared arena) before anything is
+ * allocated. */
+bool check_program(const espnn_pte_desc_t &d, EspnnSharedArena *shared, char *msg, size_t msg_size) {
     if (d.data == nullptr || d.size == 0) {
-        fail("model header has no program bytes");
-        espnn_partition::close(&mapping);
+        snprintf(msg, msg_size, "model header has no program bytes");
         return false;
     }
     if ((reinterpret_cast<uintptr_t>(d.data) % kPoolAlign) != 0) {
-        fail("program bytes at %p are not 16-byte aligned: the generated data must keep its .balign 16",
-             static_cast<const void *>(d.data));
-        espnn_partition::close(&mapping);
+        snprintf(msg, msg_size,
+                 "program bytes at %p are not 16-byte aligned: the generated data must keep its .balign 16",
+                 static_cast<const void *>(d.data));
         return false;
     }
     if ((d.n_inputs > 0 && d.inputs == nullptr) || (d.n_outputs > 0 && d.outputs == nullptr)) {
-        fail("model header lists %u inputs and %u outputs without their descriptions",
-             static_cast<unsigned>(d.n_inputs), static_cast<unsigned>(d.n_outputs));
-        espnn_partition::close(&mapping);
+        snprintf(msg, msg_size, "model header lists %u inputs and %u outputs without their descriptions",
+                 static_cast<unsigned>(d.n_inputs), static_cast<unsigned>(d.n_outputs));
         return false;
     }
+    if (shared != nullptr && d.arena_bytes > shared->size()) {
+        snprintf(msg, msg_size,
+                 "the model's delegate arena of %u bytes exceeds the shared arena of %lu bytes: size the "
+                 "EspnnSharedArena with ESPNN_SHARED_ARENA_BYTES of the build's espnn_models.h (the largest "
+                 "model's arena)",
+                 static_cast<unsigned>(d.arena_bytes), static_cast<unsigned long>(shared->size()));
+        return false;
+    }
+    return shared == nullptr || d.arena_bytes == 0 || shared->data(msg, msg_size) != nullptr;
+}
 
-    if (shared_ != nullptr && d.arena_bytes > shared_->size()) {
-        fail("the model's delegate arena of %u bytes exceeds the shared arena of %lu bytes: size the "
-             "EspnnSharedArena with ESPNN_SHARED_ARENA_BYTES of the build's espnn_models.h (the largest "
-             "model's arena)",
-             static_cast<unsigned>(d.arena_bytes), static_cast<unsigned long>(shared_->size()));
-        espnn_partition::close(&mapping);
-        return false;
-    }
-    if (shared_ != nullptr && d.arena_bytes > 0 && shared_->data(msg, sizeof msg) == nullptr) {
-        fail("%s", msg);
-        espnn_partition::close(&mapping);
-        return false;
-    }
-
+bool register_backend(char *msg, size_t msg_size) {
     runtime_init_once();
     const int reg = executorch_espnn_register_backend();
     if (reg != 0) {
         char detail[256];
         executorch_espnn_last_error(detail, sizeof detail);
-        fail("cannot register EspNNDelegateBackend (error 0x%x): %s", static_cast<unsigned>(reg), detail);
-        espnn_partition::close(&mapping);
-        return false;
-    }
-
-    /* One STATE block holds Impl, the planned-buffer spans and the I/O slots; the number of
-     * planned buffers is only known after the program is parsed, so reserve ExecuTorch's
-     * small fixed maximum of memory ids. */
-    const size_t max_planned = 16;
-    const size_t spans_at = align_up(sizeof(Impl), alignof(et::Span<uint8_t>));
-    const size_t slots_at = align_up(spans_at + max_planned * sizeof(et::Span<uint8_t>), alignof(Slot));
-    const size_t tensors_at = align_up(slots_at + n_io * sizeof(Slot), alignof(espnn_pte_tensor_t));
-    const size_t self_bytes = tensors_at + (in_partition ? n_io * sizeof(espnn_pte_tensor_t) : 0);
-    espnn_mem_block_t self =
-        espnn_mem_alloc(ESPNN_MEM_STATE, self_bytes, kPoolAlign, "EspnnModel state", msg, sizeof msg);
-    if (self.ptr == nullptr) {
-        fail("%s", msg);
-        espnn_partition::close(&mapping);
-        return false;
-    }
-    Impl *impl = new (self.ptr) Impl(d.data, d.size);
-    impl->self = self;
-    uint8_t *base = static_cast<uint8_t *>(self.ptr);
-    impl->planned_spans = new (base + spans_at) et::Span<uint8_t>[max_planned];
-    impl->inputs = new (base + slots_at) Slot[d.n_inputs + d.n_outputs];
-    impl->outputs = impl->inputs + d.n_inputs;
-    impl->desc = d;
-    if (in_partition) {
-        espnn_pte_tensor_t *own = reinterpret_cast<espnn_pte_tensor_t *>(base + tensors_at);
-        for (size_t i = 0; i < n_io; ++i) {
-            new (own + i) espnn_pte_tensor_t(io_copy[i]);
-        }
-        impl->desc.inputs = own;
-        impl->desc.outputs = own + d.n_inputs;
-        memcpy(impl->sha256, sha_hex, sizeof impl->sha256);
-        impl->desc.sha256 = impl->sha256;
-        impl->mapping = mapping;
-    }
-    impl_ = impl;
-    if (!load(msg, sizeof msg)) {
-        fail("%s", msg);
-        end();
+        snprintf(msg, msg_size, "cannot register EspNNDelegateBackend (error 0x%x): %s", static_cast<unsigned>(reg),
+                 detail);
         return false;
     }
     return true;
 }
 
-bool EspnnModel::load(char *msg, size_t msg_size) {
-    Impl *impl = impl_;
-    const espnn_pte_desc_t &d = impl->desc;
-    const char *method_name = d.method != nullptr ? d.method : "forward";
+/* One STATE block holds Impl, the planned-buffer spans and the I/O slots (from a partition
+ * also the image's I/O descriptions and digest, and the mapping moves into it).  Null on
+ * failure, with `src` still owning the mapping. */
+EspnnModel::Impl *create_impl(const espnn_pte_desc_t &d, Source *src, char *msg, size_t msg_size) {
+    using Impl = EspnnModel::Impl;
+    const size_t n_io = static_cast<size_t>(d.n_inputs) + d.n_outputs;
+    const size_t spans_at = align_up(sizeof(Impl), alignof(et::Span<uint8_t>));
+    const size_t slots_at = align_up(spans_at + kMaxPlanned * sizeof(et::Span<uint8_t>), alignof(Slot));
+    const size_t tensors_at = align_up(slots_at + n_io * sizeof(Slot), alignof(espnn_pte_tensor_t));
+    const size_t self_bytes = tensors_at + (src->in_partition ? n_io * sizeof(espnn_pte_tensor_t) : 0);
+    espnn_mem_block_t self =
+        espnn_mem_alloc(ESPNN_MEM_STATE, self_bytes, kPoolAlign, "EspnnModel state", msg, msg_size);
+    if (self.ptr == nullptr) {
+        return nullptr;
+    }
+    Impl *impl = new (self.ptr) Impl(d.data, d.size);
+    impl->self = self;
+    uint8_t *base = static_cast<uint8_t *>(self.ptr);
+    impl->planned_spans = new (base + spans_at) et::Span<uint8_t>[kMaxPlanned];
+    impl->inputs = new (base + slots_at) Slot[d.n_inputs + d.n_outputs];
+    impl->outputs = impl->inputs + d.n_inputs;
+    impl->desc = d;
+    if (src->in_partition) {
+        espnn_pte_tensor_t *own = reinterpret_cast<espnn_pte_tensor_t *>(base + tensors_at);
+        for (size_t i = 0; i < n_io; ++i) {
+            new (own + i) espnn_pte_tensor_t(src->io_copy[i]);
+        }
+        impl->desc.inputs = own;
+        impl->desc.outputs = own + d.n_inputs;
+        memcpy(impl->sha256, src->sha_hex, sizeof impl->sha256);
+        impl->desc.sha256 = impl->sha256;
+        impl->mapping = std::move(src->mapping);
+    }
+    return impl;
+}
 
-    auto program = et::Program::load(&impl->loader, et::Program::Verification::InternalConsistency);
-    if (!program.ok()) {
-        describe_failure(msg, msg_size, "loading the embedded program", program.error());
+} // namespace
+
+bool EspnnModel::begin() {
+    if (impl_ != nullptr) {
+        return true;
+    }
+    error_[0] = '\0';
+    char msg[320];
+    Source src;
+    const espnn_pte_desc_t *d = check_versions(desc_, msg, sizeof msg) ? open_source(desc_, &src, msg, sizeof msg)
+                                                                        : nullptr;
+    if (d == nullptr || !check_program(*d, shared_, msg, sizeof msg) || !register_backend(msg, sizeof msg)) {
+        fail("%s", msg);
         return false;
     }
-    impl->program.emplace(std::move(program.get()));
-
-    auto meta = impl->program->method_meta(method_name);
-    if (!meta.ok()) {
-        snprintf(msg, msg_size, "the embedded program has no method '%.40s' (error 0x%x)", method_name,
-                 static_cast<unsigned>(meta.error()));
+    impl_ = create_impl(*d, &src, msg, sizeof msg);
+    if (impl_ == nullptr || !load(msg, sizeof msg)) {
+        fail("%s", msg);
+        end(); /* releases what load() took, and the mapping */
         return false;
     }
-    if (meta->num_inputs() != d.n_inputs || meta->num_outputs() != d.n_outputs) {
+    return true;
+}
+
+namespace {
+
+/* The method's inputs and outputs against the header's: a header and a .pte of different
+ * builds stop here. */
+bool check_io(const et::MethodMeta &meta, const espnn_pte_desc_t &d, char *msg, size_t msg_size) {
+    if (meta.num_inputs() != d.n_inputs || meta.num_outputs() != d.n_outputs) {
         snprintf(msg, msg_size,
                  "the embedded program has %lu inputs and %lu outputs, model_pte.h declares %u and %u: "
                  "the header and the .pte come from different builds",
-                 static_cast<unsigned long>(meta->num_inputs()), static_cast<unsigned long>(meta->num_outputs()),
+                 static_cast<unsigned long>(meta.num_inputs()), static_cast<unsigned long>(meta.num_outputs()),
                  static_cast<unsigned>(d.n_inputs), static_cast<unsigned>(d.n_outputs));
         return false;
     }
@@ -398,7 +441,7 @@ bool EspnnModel::load(char *msg, size_t msg_size) {
         const bool is_output = k >= d.n_inputs;
         const size_t i = is_output ? k - d.n_inputs : k;
         const espnn_pte_tensor_t &want = is_output ? d.outputs[i] : d.inputs[i];
-        auto info = is_output ? meta->output_tensor_meta(i) : meta->input_tensor_meta(i);
+        auto info = is_output ? meta.output_tensor_meta(i) : meta.input_tensor_meta(i);
         if (!info.ok()) {
             snprintf(msg, msg_size, "%s %lu of the program is not a tensor", is_output ? "output" : "input",
                      static_cast<unsigned long>(i));
@@ -419,17 +462,21 @@ bool EspnnModel::load(char *msg, size_t msg_size) {
             return false;
         }
     }
+    return true;
+}
 
-    /* planned buffers: carve the one PLANNED pool in the program's order */
-    const size_t n_planned = meta->num_memory_planned_buffers();
-    if (n_planned > 16) {
+/* The planned buffers: the one PLANNED pool, carved in the program's order. */
+bool plan_buffers(EspnnModel::Impl &impl, const et::MethodMeta &meta, char *msg, size_t msg_size) {
+    const espnn_pte_desc_t &d = impl.desc;
+    const size_t n_planned = meta.num_memory_planned_buffers();
+    if (n_planned > kMaxPlanned) {
         snprintf(msg, msg_size, "the program has %lu memory-planned buffers, EspnnModel supports 16",
                  static_cast<unsigned long>(n_planned));
         return false;
     }
     size_t planned_need = 0;
     for (size_t i = 0; i < n_planned; ++i) {
-        auto size = meta->memory_planned_buffer_size(i);
+        auto size = meta.memory_planned_buffer_size(i);
         if (!size.ok() || size.get() < 0) {
             snprintf(msg, msg_size, "cannot read the size of planned buffer %lu", static_cast<unsigned long>(i));
             return false;
@@ -445,90 +492,111 @@ bool EspnnModel::load(char *msg, size_t msg_size) {
         return false;
     }
     if (d.planned_bytes > 0) {
-        impl->planned_pool = espnn_mem_alloc(ESPNN_MEM_PLANNED, d.planned_bytes, kPoolAlign,
-                                             "ExecuTorch planned buffers", msg, msg_size);
-        if (impl->planned_pool.ptr == nullptr) {
+        impl.planned_pool = OwnedBlock(espnn_mem_alloc(ESPNN_MEM_PLANNED, d.planned_bytes, kPoolAlign,
+                                                       "ExecuTorch planned buffers", msg, msg_size));
+        if (impl.planned_pool.ptr() == nullptr) {
             return false;
         }
     }
-    uint8_t *cursor = static_cast<uint8_t *>(impl->planned_pool.ptr);
+    uint8_t *cursor = static_cast<uint8_t *>(impl.planned_pool.ptr());
     for (size_t i = 0; i < n_planned; ++i) {
-        const size_t bytes = static_cast<size_t>(meta->memory_planned_buffer_size(i).get());
-        impl->planned_spans[i] = et::Span<uint8_t>(cursor, bytes);
+        const size_t bytes = static_cast<size_t>(meta.memory_planned_buffer_size(i).get());
+        impl.planned_spans[i] = et::Span<uint8_t>(cursor, bytes);
         cursor += align_up(bytes, kPoolAlign);
     }
-    impl->n_planned = n_planned;
+    impl.n_planned = n_planned;
+    return true;
+}
 
+/* The method and temp pools, and the allocators and memory manager over the three pools. */
+bool make_allocators(EspnnModel::Impl &impl, char *msg, size_t msg_size) {
+    const espnn_pte_desc_t &d = impl.desc;
     if (d.method_allocator_bytes > 0) {
-        impl->method_pool = espnn_mem_alloc(ESPNN_MEM_STATE, d.method_allocator_bytes, kPoolAlign,
-                                            "ExecuTorch method allocator", msg, msg_size);
-        if (impl->method_pool.ptr == nullptr) {
+        impl.method_pool = OwnedBlock(espnn_mem_alloc(ESPNN_MEM_STATE, d.method_allocator_bytes, kPoolAlign,
+                                                      "ExecuTorch method allocator", msg, msg_size));
+        if (impl.method_pool.ptr() == nullptr) {
             return false;
         }
     }
     if (d.temp_allocator_bytes > 0) {
-        impl->temp_pool = espnn_mem_alloc(ESPNN_MEM_PLANNED, d.temp_allocator_bytes, kPoolAlign,
-                                          "ExecuTorch temp allocator", msg, msg_size);
-        if (impl->temp_pool.ptr == nullptr) {
+        impl.temp_pool = OwnedBlock(espnn_mem_alloc(ESPNN_MEM_PLANNED, d.temp_allocator_bytes, kPoolAlign,
+                                                    "ExecuTorch temp allocator", msg, msg_size));
+        if (impl.temp_pool.ptr() == nullptr) {
             return false;
         }
     }
-    impl->method_allocator.emplace(d.method_allocator_bytes, static_cast<uint8_t *>(impl->method_pool.ptr));
+    impl.method_allocator.emplace(d.method_allocator_bytes, static_cast<uint8_t *>(impl.method_pool.ptr()));
     /* a zero-capacity temp allocator (not none): without one ExecuTorch falls back to the
      * PAL heap, and the description says how much temp memory the kernels need */
-    impl->temp_allocator.emplace(d.temp_allocator_bytes, static_cast<uint8_t *>(impl->temp_pool.ptr));
-    impl->planned.emplace(et::Span<et::Span<uint8_t>>(impl->planned_spans, n_planned));
-    impl->memory.emplace(&*impl->method_allocator, &*impl->planned, &*impl->temp_allocator);
+    impl.temp_allocator.emplace(d.temp_allocator_bytes, static_cast<uint8_t *>(impl.temp_pool.ptr()));
+    impl.planned.emplace(et::Span<et::Span<uint8_t>>(impl.planned_spans, impl.n_planned));
+    impl.memory.emplace(&*impl.method_allocator, &*impl.planned, &*impl.temp_allocator);
+    return true;
+}
 
+/* Why load_method failed: a pool too small (which one, by how much), else the backend's word. */
+void describe_load_failure(const EspnnModel::Impl &impl, const char *method_name, et::Error err, char *msg,
+                           size_t msg_size) {
+    const espnn_pte_desc_t &d = impl.desc;
+    if (err == et::Error::MemoryAllocationFailed && impl.method_allocator->failed_request() > 0) {
+        snprintf(msg, msg_size,
+                 "loading method '%.40s': the method allocator pool of %u bytes (model_pte.h "
+                 "method_allocator_bytes) is too small for a request of %lu bytes after %lu used",
+                 method_name, static_cast<unsigned>(d.method_allocator_bytes),
+                 static_cast<unsigned long>(impl.method_allocator->failed_request()),
+                 static_cast<unsigned long>(impl.method_allocator->used_size()));
+    } else if (err == et::Error::MemoryAllocationFailed && impl.temp_allocator->failed_request() > 0) {
+        snprintf(msg, msg_size,
+                 "loading method '%.40s': the temp allocator pool of %u bytes (model_pte.h "
+                 "temp_allocator_bytes) is too small for a request of %lu bytes",
+                 method_name, static_cast<unsigned>(d.temp_allocator_bytes),
+                 static_cast<unsigned long>(impl.temp_allocator->failed_request()));
+    } else {
+        char what[64];
+        snprintf(what, sizeof what, "loading method '%.40s'", method_name);
+        describe_failure(msg, msg_size, what, err);
+    }
+}
+
+/* The method, its delegates initialised; with a shared arena lent to them for the load. */
+bool load_method(EspnnModel::Impl &impl, EspnnSharedArena *shared, const char *method_name, char *msg,
+                 size_t msg_size) {
     executorch_espnn_clear_last_error();
     /* A shared arena: lent to the delegates of this load (keyed by our method allocator, the
      * runtime allocator ExecuTorch hands their init), carved in their order. */
-    const void *lease_key = static_cast<et::MemoryAllocator *>(&*impl->method_allocator);
-    if (shared_ != nullptr && d.arena_bytes > 0) {
-        uint8_t *arena = shared_->data(msg, msg_size);
+    const void *lease_key = static_cast<et::MemoryAllocator *>(&*impl.method_allocator);
+    if (shared != nullptr && impl.desc.arena_bytes > 0) {
+        uint8_t *arena = shared->data(msg, msg_size);
         if (arena == nullptr) {
             return false;
         }
-        if (!espnn_et::arena_lease_open(lease_key, arena, shared_->size())) {
+        if (!espnn_et::arena_lease_open(lease_key, arena, shared->size())) {
             snprintf(msg, msg_size, "loading method '%.40s': too many models are loading with a shared arena "
                      "at the same time; call begin() of the models one after the other", method_name);
             return false;
         }
     }
-    auto method = impl->program->load_method(method_name, &*impl->memory);
+    auto method = impl.program->load_method(method_name, &*impl.memory);
     espnn_et::arena_lease_close(lease_key);
     if (!method.ok()) {
-        if (method.error() == et::Error::MemoryAllocationFailed && impl->method_allocator->failed_request() > 0) {
-            snprintf(msg, msg_size,
-                     "loading method '%.40s': the method allocator pool of %u bytes (model_pte.h "
-                     "method_allocator_bytes) is too small for a request of %lu bytes after %lu used",
-                     method_name, static_cast<unsigned>(d.method_allocator_bytes),
-                     static_cast<unsigned long>(impl->method_allocator->failed_request()),
-                     static_cast<unsigned long>(impl->method_allocator->used_size()));
-        } else if (method.error() == et::Error::MemoryAllocationFailed &&
-                   impl->temp_allocator->failed_request() > 0) {
-            snprintf(msg, msg_size,
-                     "loading method '%.40s': the temp allocator pool of %u bytes (model_pte.h "
-                     "temp_allocator_bytes) is too small for a request of %lu bytes",
-                     method_name, static_cast<unsigned>(d.temp_allocator_bytes),
-                     static_cast<unsigned long>(impl->temp_allocator->failed_request()));
-        } else {
-            char what[64];
-            snprintf(what, sizeof what, "loading method '%.40s'", method_name);
-            describe_failure(msg, msg_size, what, method.error());
-        }
+        describe_load_failure(impl, method_name, method.error(), msg, msg_size);
         return false;
     }
-    impl->method.emplace(std::move(method.get()));
+    impl.method.emplace(std::move(method.get()));
+    return true;
+}
 
+/* Each I/O slot on the program tensor's own planned storage, with the header's quantization. */
+bool bind_slots(EspnnModel::Impl &impl, const char *method_name, char *msg, size_t msg_size) {
+    const espnn_pte_desc_t &d = impl.desc;
     for (size_t k = 0; k < d.n_inputs + d.n_outputs; ++k) {
         const bool is_output = k >= d.n_inputs;
         const size_t i = is_output ? k - d.n_inputs : k;
         const espnn_pte_tensor_t &info = is_output ? d.outputs[i] : d.inputs[i];
-        Slot &slot = is_output ? impl->outputs[i] : impl->inputs[i];
+        Slot &slot = is_output ? impl.outputs[i] : impl.inputs[i];
         const et::EValue *value = nullptr;
         if (is_output) {
-            value = &impl->method->get_output(i);
+            value = &impl.method->get_output(i);
         } else {
             /* The planned input storage is only reachable through mutable_input() in this
              * ExecuTorch; set_input() would copy every invoke.  It also marks the input set. */
@@ -536,7 +604,7 @@ bool EspnnModel::load(char *msg, size_t msg_size) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 #endif
-            value = &impl->method->mutable_input(i);
+            value = &impl.method->mutable_input(i);
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop
 #endif
@@ -555,6 +623,31 @@ bool EspnnModel::load(char *msg, size_t msg_size) {
         slot.zero_point = info.zero_point;
     }
     return true;
+}
+
+} // namespace
+
+bool EspnnModel::load(char *msg, size_t msg_size) {
+    Impl &impl = *impl_;
+    const espnn_pte_desc_t &d = impl.desc;
+    const char *method_name = d.method != nullptr ? d.method : "forward";
+
+    auto program = et::Program::load(&impl.loader, et::Program::Verification::InternalConsistency);
+    if (!program.ok()) {
+        describe_failure(msg, msg_size, "loading the embedded program", program.error());
+        return false;
+    }
+    impl.program.emplace(std::move(program.get()));
+
+    auto meta = impl.program->method_meta(method_name);
+    if (!meta.ok()) {
+        snprintf(msg, msg_size, "the embedded program has no method '%.40s' (error 0x%x)", method_name,
+                 static_cast<unsigned>(meta.error()));
+        return false;
+    }
+    return check_io(*meta, d, msg, msg_size) && plan_buffers(impl, *meta, msg, msg_size) &&
+           make_allocators(impl, msg, msg_size) && load_method(impl, shared_, method_name, msg, msg_size) &&
+           bind_slots(impl, method_name, msg, msg_size);
 }
 
 static void convert_output(const Slot &slot) {

@@ -33,6 +33,31 @@ bool open(const espnn_pte_desc_t &header, Mapping *mapping, espnn_pte_desc_t *ou
 
 void close(Mapping *mapping);
 
+/* Owns one mapping and unmaps it when destroyed, so that every early return of
+ * EspnnModel::begin() releases it; begin() moves it into the model once the model holds the
+ * program that reads the mapped bytes.  Move-only: two owners would unmap twice. */
+class OwnedMapping {
+  public:
+    OwnedMapping() = default;
+    ~OwnedMapping() { close(&mapping_); }
+    OwnedMapping(OwnedMapping &&other) noexcept : mapping_(other.mapping_) { other.mapping_ = Mapping{}; }
+    OwnedMapping &operator=(OwnedMapping &&other) noexcept {
+        if (this != &other) {
+            close(&mapping_);
+            mapping_ = other.mapping_;
+            other.mapping_ = Mapping{};
+        }
+        return *this;
+    }
+    OwnedMapping(const OwnedMapping &) = delete;
+    OwnedMapping &operator=(const OwnedMapping &) = delete;
+
+    Mapping *get() { return &mapping_; }
+
+  private:
+    Mapping mapping_{};
+};
+
 } // namespace espnn_partition
 
 #endif /* ESPNN_MODEL_PARTITION_H */

@@ -2,7 +2,7 @@
 
 This module is the single source of the format that ``docs/payload-format.md`` describes in
 prose; the C engine's ``engine/include/espnn_format.h`` (constants, opcodes, parameter
-counts) and ``engine/src/registry.c`` (each opcode's input and parameter layout and names,
+counts, the decoded state's record and per-op sizes) and ``engine/src/registry.c`` (each opcode's input and parameter layout and names,
 dtype sizes) are generated from it by ``python -m executorch_espnn.payload.ctables``.  The writer enforces every bound listed here, so
 it never emits a payload the device would reject; the reader checks them again.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 MAGIC = b"ESNN"
 FORMAT_MAJOR = 2
@@ -83,6 +83,11 @@ class DType(enum.IntEnum):
     def numpy_name(self) -> str:
         return {1: "int8", 2: "uint8", 3: "int16", 4: "int32", 5: "float32"}[int(self)]
 
+    @classmethod
+    def from_numpy_name(cls, name: str) -> DType:
+        """The dtype whose ``numpy_name`` is ``name`` (KeyError for none)."""
+        return {d.numpy_name: d for d in cls}[name]
+
 
 class Storage(enum.IntEnum):
     ARENA = 0  # offset = byte offset in the activation arena
@@ -137,6 +142,10 @@ class OpSpec:
     # input slots whose arena bytes the output may take exactly (same offset, size and dims)
     in_place_slots: tuple[int, ...] = ()
     in_place_any_dims: bool = False  # RESHAPE: ... with other dims of the same byte size
+    # bytes of precomputed parameters the engine keeps per op of this opcode: the size of its
+    # family's state struct in engine/ops/, which asserts it against ESPNN_STATE_BYTES_<OP>
+    # (generated from this field), so the state_bytes formula (state.py) cannot drift from C
+    state_bytes: int = field(kw_only=True)
 
     @property
     def params_size(self) -> int:
@@ -155,22 +164,29 @@ _POOL_PARAMS = (
 OP_SPECS: dict[Opcode, OpSpec] = {
     s.opcode: s
     for s in (
-        OpSpec(Opcode.QUANTIZE, ("input",), ("perm0", "perm1", "perm2", "perm3")),
-        OpSpec(Opcode.DEQUANTIZE, ("input",), ("perm0", "perm1", "perm2", "perm3")),
+        OpSpec(
+            Opcode.QUANTIZE, ("input",), ("perm0", "perm1", "perm2", "perm3"), state_bytes=44
+        ),
+        OpSpec(
+            Opcode.DEQUANTIZE, ("input",), ("perm0", "perm1", "perm2", "perm3"), state_bytes=44
+        ),
         OpSpec(
             Opcode.CONV2D,
             ("input", "filter", "bias?", "mult", "shift"),
             (*_CONV_PARAMS, "groups", "in_offset", "out_offset", "act_min", "act_max"),
+            state_bytes=52,
         ),
         OpSpec(
             Opcode.DEPTHWISE_CONV2D,
             ("input", "filter", "bias?", "mult", "shift"),
             (*_CONV_PARAMS, "ch_mult", "in_offset", "out_offset", "act_min", "act_max"),
+            state_bytes=52,
         ),
         OpSpec(
             Opcode.FULLY_CONNECTED,
             ("input", "filter", "bias?", "mult", "shift"),
             ("in_offset", "out_offset", "act_min", "act_max"),
+            state_bytes=32,
         ),
         OpSpec(
             Opcode.ADD,
@@ -180,26 +196,33 @@ OP_SPECS: dict[Opcode, OpSpec] = {
                 "left_shift", "out_mult", "out_shift", "out_offset", "act_min", "act_max",
             ),
             in_place_slots=(0, 1),
+            state_bytes=104,
         ),
         OpSpec(
             Opcode.MUL,
             ("a", "b"),
             ("a_offset", "b_offset", "out_mult", "out_shift", "out_offset", "act_min", "act_max"),
             in_place_slots=(0, 1),
+            state_bytes=88,
         ),
-        OpSpec(Opcode.MAX_POOL2D, ("input",), _POOL_PARAMS),
-        OpSpec(Opcode.AVG_POOL2D, ("input",), (*_POOL_PARAMS, "divisor_mode")),
-        OpSpec(Opcode.MEAN_HW, ("input",), ("in_offset", "out_offset", "mult", "shift")),
-        OpSpec(Opcode.SOFTMAX, ("input",), ("mult", "shift", "diff_min")),
-        OpSpec(Opcode.LUT, ("input", "table"), (), in_place_slots=(0,)),
-        OpSpec(Opcode.RESHAPE, ("input",), (), in_place_slots=(0,), in_place_any_dims=True),
-        OpSpec(Opcode.TRANSPOSE, ("input",), ("perm0", "perm1", "perm2", "perm3")),
+        OpSpec(Opcode.MAX_POOL2D, ("input",), _POOL_PARAMS, state_bytes=40),
+        OpSpec(Opcode.AVG_POOL2D, ("input",), (*_POOL_PARAMS, "divisor_mode"), state_bytes=40),
+        OpSpec(
+            Opcode.MEAN_HW, ("input",), ("in_offset", "out_offset", "mult", "shift"), state_bytes=24
+        ),
+        OpSpec(Opcode.SOFTMAX, ("input",), ("mult", "shift", "diff_min"), state_bytes=20),
+        OpSpec(Opcode.LUT, ("input", "table"), (), in_place_slots=(0,), state_bytes=4),
+        OpSpec(
+            Opcode.RESHAPE, ("input",), (), in_place_slots=(0,), in_place_any_dims=True, state_bytes=4
+        ),
+        OpSpec(Opcode.TRANSPOSE, ("input",), ("perm0", "perm1", "perm2", "perm3"), state_bytes=36),
         OpSpec(
             Opcode.SLICE,
             ("input",),
             ("start0", "start1", "start2", "start3", "step0", "step1", "step2", "step3"),
+            state_bytes=40,
         ),
-        OpSpec(Opcode.CONCAT, ("inputs",), ("axis",), variadic_inputs=True),
+        OpSpec(Opcode.CONCAT, ("inputs",), ("axis",), variadic_inputs=True, state_bytes=12),
         OpSpec(
             Opcode.PAD,
             ("input",),
@@ -207,46 +230,62 @@ OP_SPECS: dict[Opcode, OpSpec] = {
                 "before0", "before1", "before2", "before3",
                 "after0", "after1", "after2", "after3", "value",
             ),
+            state_bytes=56,
         ),
-        OpSpec(Opcode.UPSAMPLE_NEAREST, ("input", "y_map", "x_map"), ()),
+        OpSpec(Opcode.UPSAMPLE_NEAREST, ("input", "y_map", "x_map"), (), state_bytes=24),
         OpSpec(
             Opcode.PRELU,
             ("input", "alpha", "neg_mult", "neg_shift"),
             ("in_offset", "alpha_offset", "out_offset", "pos_mult", "pos_shift"),
             since_minor=1,
+            state_bytes=28,
         ),
         OpSpec(
             Opcode.UPSAMPLE_BILINEAR,
             ("input", "y_index", "y_frac", "x_index", "x_frac"),
             (),
             since_minor=1,
+            state_bytes=24,
         ),
         OpSpec(
             Opcode.TRANSPOSE_CONV2D,
             ("input", "filter", "bias?", "mult", "shift"),
             (*_CONV_PARAMS, "out_pad_h", "out_pad_w", "groups", "in_offset", "out_offset", "act_min", "act_max"),
             since_minor=1,
+            state_bytes=48,
         ),
         OpSpec(
             Opcode.LAYER_NORM,
             ("input", "gamma", "beta"),
             ("out_offset", "gamma_shift", "eps_hi", "eps_lo"),
             since_minor=1,
+            state_bytes=24,
         ),
         OpSpec(
             Opcode.BATCH_MATMUL,
             ("a", "b"),
             ("a_offset", "b_offset", "out_mult", "out_shift", "out_offset", "act_min", "act_max"),
             since_minor=1,
+            state_bytes=48,
         ),
         OpSpec(
             Opcode.AVG_POOL2D_FLOAT,
             ("input", "dequant"),
             (*_POOL_PARAMS, "divisor_mode", "torch_op"),
             since_minor=1,
+            state_bytes=52,
         ),
     )
 }
+
+# The engine's decoded state (docs/engine.md, "State layout"): a header, one record per tensor,
+# per delegate input/output and per op, then per op its input ids and OpSpec.state_bytes.  It
+# holds no pointers, so these sizes are the same on 32- and 64-bit builds; espnn_internal.h
+# asserts its structs against the ESPNN_STATE_*_BYTES generated from them.
+STATE_HEADER_BYTES = 40
+STATE_TENSOR_BYTES = 20
+STATE_IO_BYTES = 12
+STATE_OP_BYTES = 20
 
 # AVG_POOL2D divisor_mode values
 AVG_DIVISOR_VALID = 0  # count of input elements under the window (ESP-NN, count_include_pad=False)

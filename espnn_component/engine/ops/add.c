@@ -16,8 +16,7 @@ typedef struct add_state {
     int32_t p[ESPNN_PARAMS_ADD];
     espnn_bcast_t plan;
 } add_state_t;
-#define ADD_STATE_BYTES 104u
-ESPNN_FAMILY_STATE(add_state_t, ADD_STATE_BYTES);
+ESPNN_FAMILY_STATE(add_state_t, ESPNN_STATE_BYTES_ADD);
 
 static espnn_status_t prepare(espnn_prep_t *p)
 {
@@ -109,4 +108,4 @@ static void eval(const espnn_exec_t *x)
     }
 }
 
-const espnn_op_family_t espnn_family_add = {prepare, eval, ADD_STATE_BYTES};
+const espnn_op_family_t espnn_family_add = {prepare, eval, ESPNN_STATE_BYTES_ADD};

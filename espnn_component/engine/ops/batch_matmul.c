@@ -20,8 +20,7 @@ typedef struct matmul_state {
     uint16_t m, k, n, reserved;
     int32_t a_offset, b_offset, out_mult, out_shift, out_offset, act_min, act_max;
 } matmul_state_t;
-#define MATMUL_STATE_BYTES 48u
-ESPNN_FAMILY_STATE(matmul_state_t, MATMUL_STATE_BYTES);
+ESPNN_FAMILY_STATE(matmul_state_t, ESPNN_STATE_BYTES_BATCH_MATMUL);
 
 static espnn_status_t check_operand(espnn_prep_t *p, const espnn_tview_t *t, const char *name)
 {
@@ -122,4 +121,4 @@ static void eval(const espnn_exec_t *x)
     }
 }
 
-const espnn_op_family_t espnn_family_batch_matmul = {prepare, eval, MATMUL_STATE_BYTES};
+const espnn_op_family_t espnn_family_batch_matmul = {prepare, eval, ESPNN_STATE_BYTES_BATCH_MATMUL};

@@ -10,8 +10,7 @@ typedef struct concat_state {
     uint32_t inner_bytes; /* bytes of one index along the axis */
     uint32_t axis;
 } concat_state_t;
-#define CONCAT_STATE_BYTES 12u
-ESPNN_FAMILY_STATE(concat_state_t, CONCAT_STATE_BYTES);
+ESPNN_FAMILY_STATE(concat_state_t, ESPNN_STATE_BYTES_CONCAT);
 
 static espnn_status_t prepare(espnn_prep_t *p)
 {
@@ -67,4 +66,4 @@ static void eval(const espnn_exec_t *x)
     }
 }
 
-const espnn_op_family_t espnn_family_concat = {prepare, eval, CONCAT_STATE_BYTES};
+const espnn_op_family_t espnn_family_concat = {prepare, eval, ESPNN_STATE_BYTES_CONCAT};

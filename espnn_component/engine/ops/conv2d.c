@@ -14,8 +14,7 @@ enum { CONV_KERNEL_ESPNN = 1, CONV_KERNEL_GENERIC = 2 };
 typedef struct conv_state {
     espnn_conv_geom_t g;
 } conv_state_t;
-#define CONV_STATE_BYTES 52u
-ESPNN_FAMILY_STATE(conv_state_t, CONV_STATE_BYTES);
+ESPNN_FAMILY_STATE(conv_state_t, ESPNN_STATE_BYTES_CONV2D);
 
 static void espnn_dims(const espnn_conv_geom_t *g, data_dims_t *in, data_dims_t *filt,
                        data_dims_t *out, conv_params_t *cp)
@@ -140,4 +139,4 @@ static void eval(const espnn_exec_t *x)
     }
 }
 
-const espnn_op_family_t espnn_family_conv2d = {prepare, eval, CONV_STATE_BYTES};
+const espnn_op_family_t espnn_family_conv2d = {prepare, eval, ESPNN_STATE_BYTES_CONV2D};

@@ -14,8 +14,7 @@ enum { DW_KERNEL_ESPNN = 1, DW_KERNEL_GENERIC = 2 };
 typedef struct dw_state {
     espnn_conv_geom_t g;
 } dw_state_t;
-#define DW_STATE_BYTES 52u
-ESPNN_FAMILY_STATE(dw_state_t, DW_STATE_BYTES);
+ESPNN_FAMILY_STATE(dw_state_t, ESPNN_STATE_BYTES_DEPTHWISE_CONV2D);
 
 #define INT16_SPAN 32767u
 
@@ -138,4 +137,5 @@ static void eval(const espnn_exec_t *x)
     }
 }
 
-const espnn_op_family_t espnn_family_depthwise_conv2d = {prepare, eval, DW_STATE_BYTES};
+const espnn_op_family_t espnn_family_depthwise_conv2d = {prepare, eval,
+                                                         ESPNN_STATE_BYTES_DEPTHWISE_CONV2D};

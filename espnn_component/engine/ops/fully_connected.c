@@ -18,8 +18,7 @@ typedef struct fc_state {
     int32_t in_offset, out_offset, act_min, act_max;
     int32_t mult, shift; /* per-tensor kernel only */
 } fc_state_t;
-#define FC_STATE_BYTES 32u
-ESPNN_FAMILY_STATE(fc_state_t, FC_STATE_BYTES);
+ESPNN_FAMILY_STATE(fc_state_t, ESPNN_STATE_BYTES_FULLY_CONNECTED);
 
 static espnn_status_t prepare(espnn_prep_t *p)
 {
@@ -98,4 +97,5 @@ static void eval(const espnn_exec_t *x)
     }
 }
 
-const espnn_op_family_t espnn_family_fully_connected = {prepare, eval, FC_STATE_BYTES};
+const espnn_op_family_t espnn_family_fully_connected = {prepare, eval,
+                                                        ESPNN_STATE_BYTES_FULLY_CONNECTED};

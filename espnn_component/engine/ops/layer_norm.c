@@ -18,8 +18,7 @@ typedef struct layer_norm_state {
     int32_t out_offset, gamma_shift;
     uint32_t eps_hi, eps_lo;
 } layer_norm_state_t;
-#define LAYER_NORM_STATE_BYTES 24u
-ESPNN_FAMILY_STATE(layer_norm_state_t, LAYER_NORM_STATE_BYTES);
+ESPNN_FAMILY_STATE(layer_norm_state_t, ESPNN_STATE_BYTES_LAYER_NORM);
 
 static espnn_status_t check_vector(espnn_prep_t *p, uint32_t slot, uint32_t d, const char *name)
 {
@@ -161,4 +160,4 @@ static void eval(const espnn_exec_t *x)
     }
 }
 
-const espnn_op_family_t espnn_family_layer_norm = {prepare, eval, LAYER_NORM_STATE_BYTES};
+const espnn_op_family_t espnn_family_layer_norm = {prepare, eval, ESPNN_STATE_BYTES_LAYER_NORM};

@@ -7,8 +7,7 @@
 typedef struct lut_state {
     uint32_t count;
 } lut_state_t;
-#define LUT_STATE_BYTES 4u
-ESPNN_FAMILY_STATE(lut_state_t, LUT_STATE_BYTES);
+ESPNN_FAMILY_STATE(lut_state_t, ESPNN_STATE_BYTES_LUT);
 
 static espnn_status_t prepare(espnn_prep_t *p)
 {
@@ -50,4 +49,4 @@ static void eval(const espnn_exec_t *x)
     }
 }
 
-const espnn_op_family_t espnn_family_lut = {prepare, eval, LUT_STATE_BYTES};
+const espnn_op_family_t espnn_family_lut = {prepare, eval, ESPNN_STATE_BYTES_LUT};

@@ -12,8 +12,7 @@ typedef struct mean_state {
     uint16_t n, h, w, c;
     int32_t in_offset, out_offset, mult, shift;
 } mean_state_t;
-#define MEAN_STATE_BYTES 24u
-ESPNN_FAMILY_STATE(mean_state_t, MEAN_STATE_BYTES);
+ESPNN_FAMILY_STATE(mean_state_t, ESPNN_STATE_BYTES_MEAN_HW);
 
 static espnn_status_t prepare(espnn_prep_t *p)
 {
@@ -73,4 +72,4 @@ static void eval(const espnn_exec_t *x)
     }
 }
 
-const espnn_op_family_t espnn_family_mean_hw = {prepare, eval, MEAN_STATE_BYTES};
+const espnn_op_family_t espnn_family_mean_hw = {prepare, eval, ESPNN_STATE_BYTES_MEAN_HW};

@@ -34,8 +34,7 @@ typedef struct mul_state {
     uint32_t channels; /* per-channel kernels */
     espnn_bcast_t plan;
 } mul_state_t;
-#define MUL_STATE_BYTES 88u
-ESPNN_FAMILY_STATE(mul_state_t, MUL_STATE_BYTES);
+ESPNN_FAMILY_STATE(mul_state_t, ESPNN_STATE_BYTES_MUL);
 
 static espnn_status_t prepare(espnn_prep_t *p)
 {
@@ -137,4 +136,4 @@ static void eval(const espnn_exec_t *x)
     }
 }
 
-const espnn_op_family_t espnn_family_mul = {prepare, eval, MUL_STATE_BYTES};
+const espnn_op_family_t espnn_family_mul = {prepare, eval, ESPNN_STATE_BYTES_MUL};

@@ -13,8 +13,7 @@ typedef struct pad_state {
     int32_t value;
     uint32_t nbytes;
 } pad_state_t;
-#define PAD_STATE_BYTES 56u
-ESPNN_FAMILY_STATE(pad_state_t, PAD_STATE_BYTES);
+ESPNN_FAMILY_STATE(pad_state_t, ESPNN_STATE_BYTES_PAD);
 
 static espnn_status_t prepare(espnn_prep_t *p)
 {
@@ -80,4 +79,4 @@ static void eval(const espnn_exec_t *x)
     }
 }
 
-const espnn_op_family_t espnn_family_pad = {prepare, eval, PAD_STATE_BYTES};
+const espnn_op_family_t espnn_family_pad = {prepare, eval, ESPNN_STATE_BYTES_PAD};

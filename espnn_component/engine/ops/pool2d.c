@@ -57,8 +57,8 @@ typedef struct pool_state {
     int32_t act_min, act_max;
     int32_t zero_point; /* divisor_mode 1: padding taps hold real 0 */
 } pool_state_t;
-#define POOL_STATE_BYTES 40u
-ESPNN_FAMILY_STATE(pool_state_t, POOL_STATE_BYTES);
+ESPNN_FAMILY_STATE(pool_state_t, ESPNN_STATE_BYTES_MAX_POOL2D);
+ESPNN_FAMILY_STATE(pool_state_t, ESPNN_STATE_BYTES_AVG_POOL2D);
 
 typedef struct float_pool_state {
     pool_state_t pool;
@@ -66,8 +66,7 @@ typedef struct float_pool_state {
     int32_t out_zero_point;
     uint32_t include_pad; /* avg_pool2d's count_include_pad with padding */
 } float_pool_state_t;
-#define FLOAT_POOL_STATE_BYTES 52u
-ESPNN_FAMILY_STATE(float_pool_state_t, FLOAT_POOL_STATE_BYTES);
+ESPNN_FAMILY_STATE(float_pool_state_t, ESPNN_STATE_BYTES_AVG_POOL2D_FLOAT);
 
 /* avg: 0 max pool, 1 average pool (ESP-NN's arithmetic), 2 the float32 average pool */
 static espnn_status_t prepare(espnn_prep_t *p, int avg)
@@ -432,7 +431,9 @@ static void eval_avg_float(const espnn_exec_t *x)
     }
 }
 
-const espnn_op_family_t espnn_family_max_pool2d = {prepare_max, eval_max, POOL_STATE_BYTES};
-const espnn_op_family_t espnn_family_avg_pool2d = {prepare_avg, eval_avg, POOL_STATE_BYTES};
+const espnn_op_family_t espnn_family_max_pool2d = {prepare_max, eval_max,
+                                                   ESPNN_STATE_BYTES_MAX_POOL2D};
+const espnn_op_family_t espnn_family_avg_pool2d = {prepare_avg, eval_avg,
+                                                   ESPNN_STATE_BYTES_AVG_POOL2D};
 const espnn_op_family_t espnn_family_avg_pool2d_float = {prepare_avg_float, eval_avg_float,
-                                                         FLOAT_POOL_STATE_BYTES};
+                                                         ESPNN_STATE_BYTES_AVG_POOL2D_FLOAT};

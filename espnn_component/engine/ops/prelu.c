@@ -17,8 +17,7 @@ typedef struct prelu_state {
     uint32_t k;     /* slopes: 1, or the last dim */
     int32_t in_offset, alpha_offset, out_offset, pos_mult, pos_shift;
 } prelu_state_t;
-#define PRELU_STATE_BYTES 28u
-ESPNN_FAMILY_STATE(prelu_state_t, PRELU_STATE_BYTES);
+ESPNN_FAMILY_STATE(prelu_state_t, ESPNN_STATE_BYTES_PRELU);
 
 /* slot 2 (neg_mult) or 3 (neg_shift): a constant int32 [k] */
 static espnn_status_t prep_slope_array(espnn_prep_t *p, uint32_t slot, const char *name,
@@ -123,4 +122,4 @@ static void eval(const espnn_exec_t *x)
     }
 }
 
-const espnn_op_family_t espnn_family_prelu = {prepare, eval, PRELU_STATE_BYTES};
+const espnn_op_family_t espnn_family_prelu = {prepare, eval, ESPNN_STATE_BYTES_PRELU};

@@ -15,8 +15,8 @@ typedef struct quant_state {
     int32_t zero_point;
     uint32_t identity; /* no permutation: a flat loop */
 } quant_state_t;
-#define QUANT_STATE_BYTES 44u
-ESPNN_FAMILY_STATE(quant_state_t, QUANT_STATE_BYTES);
+ESPNN_FAMILY_STATE(quant_state_t, ESPNN_STATE_BYTES_QUANTIZE);
+ESPNN_FAMILY_STATE(quant_state_t, ESPNN_STATE_BYTES_DEQUANTIZE);
 
 static bool is_identity(const espnn_prep_t *p)
 {
@@ -102,6 +102,6 @@ static void eval_dequantize(const espnn_exec_t *x)
 }
 
 const espnn_op_family_t espnn_family_quantize = {prepare_quantize, eval_quantize,
-                                                 QUANT_STATE_BYTES};
+                                                 ESPNN_STATE_BYTES_QUANTIZE};
 const espnn_op_family_t espnn_family_dequantize = {prepare_dequantize, eval_dequantize,
-                                                   QUANT_STATE_BYTES};
+                                                   ESPNN_STATE_BYTES_DEQUANTIZE};

@@ -8,8 +8,7 @@ enum { RESHAPE_KERNEL_COPY = 1, RESHAPE_KERNEL_NOP = 2 };
 typedef struct reshape_state {
     uint32_t nbytes;
 } reshape_state_t;
-#define RESHAPE_STATE_BYTES 4u
-ESPNN_FAMILY_STATE(reshape_state_t, RESHAPE_STATE_BYTES);
+ESPNN_FAMILY_STATE(reshape_state_t, ESPNN_STATE_BYTES_RESHAPE);
 
 static espnn_status_t prepare(espnn_prep_t *p)
 {
@@ -35,4 +34,4 @@ static void eval(const espnn_exec_t *x)
     }
 }
 
-const espnn_op_family_t espnn_family_reshape = {prepare, eval, RESHAPE_STATE_BYTES};
+const espnn_op_family_t espnn_family_reshape = {prepare, eval, ESPNN_STATE_BYTES_RESHAPE};

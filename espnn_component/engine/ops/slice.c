@@ -11,8 +11,7 @@ typedef struct slice_state {
     uint32_t base;                    /* byte offset of the first element read */
     uint32_t esize;
 } slice_state_t;
-#define SLICE_STATE_BYTES 40u
-ESPNN_FAMILY_STATE(slice_state_t, SLICE_STATE_BYTES);
+ESPNN_FAMILY_STATE(slice_state_t, ESPNN_STATE_BYTES_SLICE);
 
 static espnn_status_t prepare(espnn_prep_t *p)
 {
@@ -83,4 +82,4 @@ static void eval(const espnn_exec_t *x)
     }
 }
 
-const espnn_op_family_t espnn_family_slice = {prepare, eval, SLICE_STATE_BYTES};
+const espnn_op_family_t espnn_family_slice = {prepare, eval, ESPNN_STATE_BYTES_SLICE};

@@ -24,8 +24,7 @@ typedef struct softmax_state {
     uint32_t rows, width;
     int32_t mult, shift, diff_min;
 } softmax_state_t;
-#define SOFTMAX_STATE_BYTES 20u
-ESPNN_FAMILY_STATE(softmax_state_t, SOFTMAX_STATE_BYTES);
+ESPNN_FAMILY_STATE(softmax_state_t, ESPNN_STATE_BYTES_SOFTMAX);
 
 static espnn_status_t prepare(espnn_prep_t *p)
 {
@@ -197,4 +196,4 @@ static void eval(const espnn_exec_t *x)
                       s->shift, s->diff_min, (int8_t *)x->out);
 }
 
-const espnn_op_family_t espnn_family_softmax = {prepare, eval, SOFTMAX_STATE_BYTES};
+const espnn_op_family_t espnn_family_softmax = {prepare, eval, ESPNN_STATE_BYTES_SOFTMAX};

@@ -7,8 +7,7 @@ typedef struct transpose_state {
     espnn_perm_plan_t plan;
     uint32_t esize;
 } transpose_state_t;
-#define TRANSPOSE_STATE_BYTES 36u
-ESPNN_FAMILY_STATE(transpose_state_t, TRANSPOSE_STATE_BYTES);
+ESPNN_FAMILY_STATE(transpose_state_t, ESPNN_STATE_BYTES_TRANSPOSE);
 
 static espnn_status_t prepare(espnn_prep_t *p)
 {
@@ -44,4 +43,4 @@ static void eval(const espnn_exec_t *x)
     espnn_perm_for_each(x, &s->plan, s->esize == 1 ? copy1 : (s->esize == 2 ? copy2 : copy4));
 }
 
-const espnn_op_family_t espnn_family_transpose = {prepare, eval, TRANSPOSE_STATE_BYTES};
+const espnn_op_family_t espnn_family_transpose = {prepare, eval, ESPNN_STATE_BYTES_TRANSPOSE};

@@ -21,8 +21,7 @@ typedef struct tconv_state {
     uint16_t pad_left, dil_h, dil_w, groups;
     int32_t in_offset, out_offset, act_min, act_max;
 } tconv_state_t;
-#define TCONV_STATE_BYTES 48u
-ESPNN_FAMILY_STATE(tconv_state_t, TCONV_STATE_BYTES);
+ESPNN_FAMILY_STATE(tconv_state_t, ESPNN_STATE_BYTES_TRANSPOSE_CONV2D);
 
 /* PyTorch's output size; every operand <= 65535, so int64 holds it exactly */
 static int64_t transposed_out(uint32_t size, uint32_t k, int32_t stride, int32_t dil, int32_t pad_a,
@@ -195,4 +194,5 @@ static void eval(const espnn_exec_t *x)
     }
 }
 
-const espnn_op_family_t espnn_family_transpose_conv2d = {prepare, eval, TCONV_STATE_BYTES};
+const espnn_op_family_t espnn_family_transpose_conv2d = {prepare, eval,
+                                                         ESPNN_STATE_BYTES_TRANSPOSE_CONV2D};

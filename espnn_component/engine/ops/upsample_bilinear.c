@@ -18,8 +18,7 @@
 typedef struct bilinear_state {
     uint32_t n, h, w, c, oh, ow;
 } bilinear_state_t;
-#define BILINEAR_STATE_BYTES 24u
-ESPNN_FAMILY_STATE(bilinear_state_t, BILINEAR_STATE_BYTES);
+ESPNN_FAMILY_STATE(bilinear_state_t, ESPNN_STATE_BYTES_UPSAMPLE_BILINEAR);
 
 /* slots 1..4: y_index, y_frac, x_index, x_frac: constant int32 [size], each value in range */
 static espnn_status_t prep_table(espnn_prep_t *p, uint32_t slot, const char *name, uint32_t size,
@@ -113,4 +112,5 @@ static void eval(const espnn_exec_t *x)
     }
 }
 
-const espnn_op_family_t espnn_family_upsample_bilinear = {prepare, eval, BILINEAR_STATE_BYTES};
+const espnn_op_family_t espnn_family_upsample_bilinear = {prepare, eval,
+                                                          ESPNN_STATE_BYTES_UPSAMPLE_BILINEAR};

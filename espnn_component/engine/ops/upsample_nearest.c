@@ -7,8 +7,7 @@
 typedef struct upsample_state {
     uint32_t n, h, w, c, oh, ow;
 } upsample_state_t;
-#define UPSAMPLE_STATE_BYTES 24u
-ESPNN_FAMILY_STATE(upsample_state_t, UPSAMPLE_STATE_BYTES);
+ESPNN_FAMILY_STATE(upsample_state_t, ESPNN_STATE_BYTES_UPSAMPLE_NEAREST);
 
 static espnn_status_t prepare(espnn_prep_t *p)
 {
@@ -69,4 +68,5 @@ static void eval(const espnn_exec_t *x)
     }
 }
 
-const espnn_op_family_t espnn_family_upsample_nearest = {prepare, eval, UPSAMPLE_STATE_BYTES};
+const espnn_op_family_t espnn_family_upsample_nearest = {prepare, eval,
+                                                         ESPNN_STATE_BYTES_UPSAMPLE_NEAREST};

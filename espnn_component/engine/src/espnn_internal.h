@@ -7,7 +7,7 @@
  *
  * The decoded state holds no pointers, only offsets and fixed-width fields of at most 4-byte
  * alignment, so its size (espnn_info_t.state_bytes) is the same on 32- and 64-bit builds and
- * executorch_espnn/payload/state.py computes it ahead of time.
+ * executorch_espnn/payload/state.py computes it ahead of time from payload/format.py.
  */
 #ifndef ESPNN_INTERNAL_H
 #define ESPNN_INTERNAL_H
@@ -79,23 +79,24 @@ typedef struct espnn_op_rt {
     uint32_t data_at; /* uint16 input ids (padded to 4 bytes), then the family's state */
 } espnn_op_rt_t;
 
-#define ESPNN_STATE_HEADER_BYTES 40u
-#define ESPNN_STATE_TENSOR_BYTES 20u
-#define ESPNN_STATE_IO_BYTES 12u
-#define ESPNN_STATE_OP_BYTES 20u
+/* the record sizes are the payload format's (espnn_format.h, from payload/format.py) */
 ESPNN_STATIC_ASSERT(sizeof(struct espnn_state) == ESPNN_STATE_HEADER_BYTES, "state header");
 ESPNN_STATIC_ASSERT(sizeof(espnn_tensor_rt_t) == ESPNN_STATE_TENSOR_BYTES, "tensor record");
 ESPNN_STATIC_ASSERT(sizeof(espnn_io_rt_t) == ESPNN_STATE_IO_BYTES, "io record");
 ESPNN_STATIC_ASSERT(sizeof(espnn_op_rt_t) == ESPNN_STATE_OP_BYTES, "op record");
 ESPNN_STATIC_ASSERT(sizeof(float) == 4, "float32");
 
-/* Largest family state.  Each family pins its struct's size with ESPNN_FAMILY_STATE: the
- * number is part of the state_bytes formula that executorch_espnn/payload/state.py mirrors. */
+/* Largest family state.  Each family pins its struct's size with ESPNN_FAMILY_STATE against
+ * the ESPNN_STATE_BYTES_<OP> of each opcode it runs: that number is OpSpec.state_bytes in
+ * executorch_espnn/payload/format.py, part of the state_bytes formula computed ahead of time,
+ * so a struct that grows fails to compile naming the opcode rather than overrunning the state
+ * buffer the generated model header sized. */
 #define ESPNN_MAX_FAMILY_STATE 128u
 #define ESPNN_FAMILY_STATE(type, bytes)                                              \
     ESPNN_STATIC_ASSERT(sizeof(type) == (bytes) && (bytes) % 4u == 0 &&              \
                             (bytes) <= ESPNN_MAX_FAMILY_STATE,                       \
-                        #type " must be " #bytes " bytes (update payload/state.py)")
+                        #type " must be " #bytes " bytes (change state_bytes in "    \
+                        "executorch_espnn/payload/format.py and regenerate)")
 
 /* ---- op specs (src/registry.c, generated from executorch_espnn/payload/format.py) ------ */
 
