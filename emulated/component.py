@@ -17,8 +17,8 @@ from pathlib import Path
 
 from emulated.build import Unit
 from emulated.targets import COMPONENT, EMU
+from executorch_espnn import component_sources
 
-LISTS_SCRIPT = EMU / "component_lists.cmake"
 ESP_NN_LISTS_SCRIPT = EMU / "esp_nn_lists.cmake"
 
 # Warnings every firmware source of ours compiles under, on every target: -Werror turns all of
@@ -47,18 +47,9 @@ def cmake() -> str:
 
 @functools.cache
 def lists() -> dict[str, tuple[str, ...]]:
-    """NAME -> values, from the component's CMake files (emulated/component_lists.cmake)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "lists.txt"
-        r = subprocess.run([cmake(), f"-DCOMPONENT_DIR={COMPONENT}", f"-DOUT={out}", "-P",
-                            str(LISTS_SCRIPT)], capture_output=True, text=True, check=False)
-        if r.returncode != 0:
-            raise RuntimeError(f"reading the component's source lists failed:\n{r.stderr}")
-        values = {}
-        for line in out.read_text().splitlines():
-            name, _, value = line.partition("=")
-            values[name] = tuple(v for v in value.split(";") if v)
-    return values
+    """NAME -> values, from the component's CMake files (executorch_espnn.component_sources,
+    the one reader every Python build uses)."""
+    return component_sources.load(COMPONENT).by_name()
 
 
 def paths(name: str) -> tuple[Path, ...]:

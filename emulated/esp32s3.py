@@ -33,7 +33,8 @@ from pathlib import Path
 
 from emulated import build, golden, targets
 from emulated.build import Unit
-from emulated.targets import EMU, ENGINE, EmuRun, Target
+from emulated.targets import EMU, EmuRun, Target
+from executorch_espnn import component_sources
 
 S3_DIR = EMU / "xtensa_s3"
 ENV_GNU_CONFIG = "ESPNN_XTENSA_S3_GNU_CONFIG"
@@ -130,8 +131,9 @@ def esp_nn_units(kernels: str, root: Path | None = None,
 
 def engine_includes(root: Path | None = None) -> tuple[str, ...]:
     root = root or esp_nn_dir()
-    return (f"-I{ENGINE / 'include'}", f"-I{ENGINE / 'src'}", f"-I{EMU / 'include'}",
-            f"-I{root / 'include'}")
+    lists = component_sources.load(targets.COMPONENT)
+    return (*(f"-I{d}" for d in (*lists.engine_include_dirs, *lists.engine_priv_include_dirs)),
+            f"-I{EMU / 'include'}", f"-I{root / 'include'}")
 
 
 def engine_units(kernels: str, root: Path | None = None,
@@ -139,7 +141,7 @@ def engine_units(kernels: str, root: Path | None = None,
     """The engine as an ESP32-S3 runtime, on ESP-NN's headers (never the host kernels)."""
     flags = (*targets.WARNINGS, *engine_includes(root),
              *_dflags((*ENGINE_DEFINES, *_kernel_defines(kernels))), *cc_flags)
-    srcs = sorted([*(ENGINE / "src").glob("*.c"), *(ENGINE / "ops").glob("*.c")])
+    srcs = sorted(component_sources.load(targets.COMPONENT).engine_srcs)
     return [Unit(s, flags) for s in srcs]
 
 

@@ -41,6 +41,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from executorch_espnn import component_sources
+
 EMU = Path(__file__).resolve().parent
 ROOT = EMU.parent
 COMPONENT = ROOT / "espnn_component"
@@ -235,13 +237,16 @@ def _missing_cxx_library(target: Target) -> tuple[str, ...]:
 
 
 def engine_sources() -> list[Path]:
-    """The engine and the host ESP-NN kernels, as every build of the engine compiles them."""
-    return sorted([*(ENGINE / "src").glob("*.c"), *(ENGINE / "ops").glob("*.c"),
-                   *(HOST_ESPNN / "src").glob("*.c")])
+    """The engine and the host ESP-NN kernels, as every build of the engine compiles them (the
+    component's CMake lists)."""
+    lists = component_sources.load(COMPONENT)
+    return sorted([*lists.engine_srcs, *lists.host_kernel_srcs])
 
 
 def engine_includes() -> list[Path]:
-    return [ENGINE / "include", ENGINE / "src", HOST_ESPNN / "include", EMU / "include"]
+    lists = component_sources.load(COMPONENT)
+    return [*lists.engine_include_dirs, *lists.engine_priv_include_dirs,
+            *lists.host_kernel_include_dirs, EMU / "include"]
 
 
 def cache_dir() -> Path:

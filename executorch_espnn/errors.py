@@ -63,6 +63,10 @@ class RuntimeSourcesError(EspNNError):
     """The ExecuTorch runtime source list or the source trees it points into are not usable."""
 
 
+class ComponentSourcesError(EspNNError):
+    """The component's own source lists (engine/sources.cmake and the others) cannot be read."""
+
+
 class OptionValueError(EspNNError):
     """A lowering option has a value that cannot work (e.g. ``selftest`` larger than the data).
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import compat, resources
-from .errors import RuntimeSourcesError
+from .errors import EspNNError, RuntimeSourcesError
 
 EXECUTORCH_SOURCE_ENV = "EXECUTORCH_SOURCE_DIR"
 FLATBUFFERS_SOURCE_ENV = "FLATBUFFERS_SOURCE_DIR"
@@ -50,6 +50,7 @@ _VARIABLES = {
 }
 _SET = re.compile(r"set\(\s*([A-Za-z_][A-Za-z0-9_]*)((?:\s+[^\s()]+)*)\s*\)", re.S)
 _WORD = re.compile(r"^[A-Za-z0-9_.+/=:-]+$")
+_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def default_list_file() -> Path:
@@ -59,37 +60,70 @@ def default_list_file() -> Path:
     return component / "cmake" / LIST_NAME
 
 
-def parse_cmake_sets(text: str, where: str) -> dict[str, tuple[str, ...]]:
+def parse_cmake_sets(
+    text: str,
+    where: str,
+    *,
+    variables: Mapping[str, str] | None = None,
+    error: type[EspNNError] = RuntimeSourcesError,
+) -> dict[str, tuple[str, ...]]:
     """The ``set(NAME word ...)`` commands of ``text``; anything else (other commands, quotes,
-    variable references, a NAME set twice) is refused, so CMake and Python never disagree."""
+    variable references, a NAME set twice) is refused, so CMake and Python never disagree.
+
+    With ``variables`` (e.g. ``CMAKE_CURRENT_LIST_DIR``), a word may also hold ``${NAME}`` of
+    one of them or of a one-word NAME set above it, substituted as CMake would: the component's
+    lists name their files relative to the list's own folder (component_sources)."""
     values: dict[str, tuple[str, ...]] = {}
     code = re.sub(r"#[^\n]*", "", text)
     pos = 0
     for m in _SET.finditer(code):
         stray = code[pos : m.start()].strip()
         if stray:
-            raise RuntimeSourcesError(
+            raise error(
                 f"{where}: only set(NAME word ...) commands and comments may appear, found "
                 f"{stray.splitlines()[0][:60]!r}; keep the list plain so CMake and Python read "
                 "the same values"
             )
         name, words = m[1], tuple(m[2].split())
-        bad = [w for w in words if not _WORD.match(w)]
-        if bad:
-            raise RuntimeSourcesError(
-                f"{where}: set({name} ...) has {bad[0]!r}; use plain words (no quotes, no "
-                "${...} references, no ';')"
-            )
+        if variables is not None:
+            known = {**variables, **{n: v[0] for n, v in values.items() if len(v) == 1}}
+            words = tuple(_substitute(w, known, name, where, error) for w in words)
+        else:
+            bad = [w for w in words if not _WORD.match(w)]
+            if bad:
+                raise error(
+                    f"{where}: set({name} ...) has {bad[0]!r}; use plain words (no quotes, no "
+                    "${...} references, no ';')"
+                )
         if name in values:
-            raise RuntimeSourcesError(f"{where}: {name} is set twice; set each list once")
+            raise error(f"{where}: {name} is set twice; set each list once")
         values[name] = words
         pos = m.end()
     if code[pos:].strip():
-        raise RuntimeSourcesError(
+        raise error(
             f"{where}: only set(NAME word ...) commands and comments may appear, found "
             f"{code[pos:].strip().splitlines()[0][:60]!r}"
         )
     return values
+
+
+def _substitute(
+    word: str, known: Mapping[str, str], name: str, where: str, error: type[EspNNError]
+) -> str:
+    """``word`` with each ``${NAME}`` replaced; the rest of it must be a plain word."""
+    unknown = [r for r in _REF.findall(word) if r not in known]
+    if unknown:
+        raise error(
+            f"{where}: set({name} ...) uses ${{{unknown[0]}}}, which is not set above it in this "
+            f"file (known: {', '.join(sorted(known))}); set it first or write the path out"
+        )
+    rest = _REF.sub("", word)
+    if rest and not _WORD.match(rest):
+        raise error(
+            f"{where}: set({name} ...) has {word!r}; use plain words (no quotes, no ';', "
+            "references only to variables set above)"
+        )
+    return _REF.sub(lambda m: known[m[1]], word)
 
 
 def _mapping(name: str, words: Sequence[str], where: str) -> dict[str, str]:

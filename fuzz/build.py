@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from executorch_espnn import component_sources
+
 FUZZ = Path(__file__).resolve().parent
 ROOT = FUZZ.parent
 COMPONENT = ROOT / "espnn_component"
@@ -59,12 +61,15 @@ def require(tool: str) -> str:
 
 
 def engine_sources() -> list[Path]:
-    return sorted([*(ENGINE / "src").glob("*.c"), *(ENGINE / "ops").glob("*.c"),
-                   *(HOST_ESPNN / "src").glob("*.c")])
+    """The engine and the host ESP-NN kernels, from the component's CMake lists."""
+    lists = component_sources.load(COMPONENT)
+    return sorted([*lists.engine_srcs, *lists.host_kernel_srcs])
 
 
 def _includes() -> list[str]:
-    return [f"-I{d}" for d in (ENGINE / "include", ENGINE / "src", HOST_ESPNN / "include")]
+    lists = component_sources.load(COMPONENT)
+    return [f"-I{d}" for d in (*lists.engine_include_dirs, *lists.engine_priv_include_dirs,
+                               *lists.host_kernel_include_dirs)]
 
 
 def cache_dir() -> Path:

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from executorch_espnn import kconfig
+from executorch_espnn import component_sources, kconfig
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPONENT = ROOT / "espnn_component"
@@ -82,8 +82,7 @@ def build_mem_driver(tmp: Path, world: str, options: Mapping[str, str], spiram: 
     if world == "idf":
         # ESP-IDF names its header sdkconfig.h and defines ESP_PLATFORM
         sources = [
-            mem / "espnn_mem_core.c",
-            mem / "espnn_mem_idf.c",
+            *component_sources.load(COMPONENT).mem_idf_sources,
             CDIR / "heap_caps_standin.c",
             CDIR / "esp_log_standin.c",
         ]
@@ -94,7 +93,7 @@ def build_mem_driver(tmp: Path, world: str, options: Mapping[str, str], spiram: 
             ["ESP_PLATFORM", "ESPNN_TEST_IDF", *idf_version_defines(idf_version)],
         )
     (tmp / "include" / "sdkconfig.h").rename(tmp / "include" / "espnn_sdkconfig.h")
-    sources = [mem / "espnn_mem_core.c", mem / "espnn_mem_host.c"]
+    sources = list(component_sources.load(COMPONENT).mem_host_sources)
     return compile_c(tmp / "mem_driver", [*sources, CDIR / "mem_policy_driver.c"], includes)
 
 

@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from executorch_espnn import component_sources
+
 ROOT = Path(__file__).resolve().parents[1]
 COMPONENT = ROOT / "espnn_component"
 ENGINE = COMPONENT / "engine"
@@ -79,8 +81,8 @@ def cache_dir() -> Path:
 def _engine_sources(replace: dict[str, Path] | None = None) -> list[Path]:
     """The engine's C files; ``replace`` maps one (relative to engine/, "src/registry.c") to
     another file that takes its place."""
-    paths = sorted([*(ENGINE / "src").glob("*.c"), *(ENGINE / "ops").glob("*.c"),
-                    ENGINE / "tools" / "espnn_run.c"])
+    lists = component_sources.load(COMPONENT)
+    paths = sorted([*lists.engine_srcs, *lists.run_srcs])
     subs = replace or {}
     unknown = set(subs) - {p.relative_to(ENGINE).as_posix() for p in paths}
     if unknown:
@@ -89,15 +91,10 @@ def _engine_sources(replace: dict[str, Path] | None = None) -> list[Path]:
 
 
 def _kernel_sources(v: Variant) -> list[Path]:
+    lists = component_sources.load(COMPONENT)
     if v.esp_nn_dir is None:
-        return sorted((HOST_ESPNN / "src").glob("*.c"))
-    src = v.esp_nn_dir / "src"
-    return [src / "basic_math" / "esp_nn_add_ansi.c", src / "basic_math" / "esp_nn_mul_ansi.c",
-            src / "convolution" / "esp_nn_conv_ansi.c",
-            src / "convolution" / "esp_nn_depthwise_conv_ansi.c",
-            src / "fully_connected" / "esp_nn_fully_connected_ansi.c",
-            src / "pooling" / "esp_nn_avg_pool_ansi.c", src / "pooling" / "esp_nn_max_pool_ansi.c",
-            src / "softmax" / "esp_nn_softmax_ansi.c"]
+        return sorted(lists.host_kernel_srcs)
+    return [v.esp_nn_dir / rel for rel in lists.esp_nn_ansi_kernels]
 
 
 def _hash(v: Variant, cc: str, sources: Sequence[Path]) -> str:
@@ -131,9 +128,11 @@ def build(v: Variant, cc: str = "gcc", replace: dict[str, Path] | None = None) -
     with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
         work = Path(tmp)
         objs: list[str] = []
-        engine_inc = ["-I", str(ENGINE / "include"), "-I", str(ENGINE / "src")]
+        lists = component_sources.load(COMPONENT)
+        engine_inc = [x for d in (*lists.engine_include_dirs, *lists.engine_priv_include_dirs)
+                      for x in ("-I", str(d))]
         if v.esp_nn_dir is None:
-            kern_inc = ["-I", str(HOST_ESPNN / "include")]
+            kern_inc = [x for d in lists.host_kernel_include_dirs for x in ("-I", str(d))]
             kern_flags = [*WARNINGS, *v.cflags, *kern_inc]
         else:
             kern_inc = ["-I", str(v.esp_nn_dir / "include")]

@@ -35,6 +35,7 @@ import pytest
 
 from devkit import payload_factory as pf
 from devkit.scratch_helpers import op_scratch
+from executorch_espnn import component_sources
 from executorch_espnn.payload import (
     DType,
     Opcode,
@@ -574,15 +575,15 @@ def test_host_kernels_match_real_esp_nn() -> None:
 
 
 def _all_c_sources() -> list[Path]:
-    return sorted([*(eh.ENGINE / "src").glob("*.c"), *(eh.ENGINE / "ops").glob("*.c"),
-                   *(eh.HOST_ESPNN / "src").glob("*.c")])
+    lists = component_sources.load(eh.COMPONENT)
+    return sorted([*lists.engine_srcs, *lists.host_kernel_srcs])
 
 
 @pytest.mark.skipif(shutil.which("clang-14") is None, reason="needs clang-14")
 def test_engine_compiles_warning_free_with_clang(tmp_path: Path) -> None:
     inc = ["-I", str(eh.ENGINE / "include"), "-I", str(eh.ENGINE / "src"),
            "-I", str(eh.HOST_ESPNN / "include")]
-    for src in [*_all_c_sources(), eh.ENGINE / "tools" / "espnn_run.c"]:
+    for src in [*_all_c_sources(), *component_sources.load(eh.COMPONENT).run_srcs]:
         r = subprocess.run(["clang-14", *eh.WARNINGS, "-O2", "-DESPNN_HOST_STRICT", *inc, "-c",
                             str(src), "-o", str(tmp_path / "x.o")],
                            capture_output=True, text=True, check=False)

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from devkit import source_helpers as sh
+from executorch_espnn import component_sources
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINE = ROOT / "espnn_component" / "engine"
@@ -43,7 +44,7 @@ VARIANTS = {
 
 
 def engine_sources() -> list[Path]:
-    return sorted([*(ENGINE / "src").glob("*.c"), *(ENGINE / "ops").glob("*.c")])
+    return sorted(component_sources.load(ENGINE.parent).engine_srcs)
 
 
 def engine_calls(variant: str = "ansi") -> list[str]:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from executorch_espnn import component_sources
 from tests.component_helpers import IDF_VERSIONS, build_mem_driver, run_driver
 
 KB = 1024
@@ -414,7 +415,7 @@ def test_host_world_without_any_configuration_uses_the_kconfig_defaults(tmp_path
     mem = COMPONENT / "memory"
     exe = compile_c(
         tmp_path / "drv",
-        [mem / "espnn_mem_core.c", mem / "espnn_mem_host.c", CDIR / "mem_policy_driver.c"],
+        [*component_sources.load(COMPONENT).mem_host_sources, CDIR / "mem_policy_driver.c"],
         [COMPONENT / "include", mem, CDIR],
     )
     assert run(exe, ["config", "malloc planned 10 x", "release 0", "inuse"]) == [
@@ -433,7 +434,7 @@ def test_32_bit_size_t_arithmetic_does_not_wrap(tmp_path: Path) -> None:
     mem = COMPONENT / "memory"
     exe = compile_c(
         tmp_path / "drv32",
-        [mem / "espnn_mem_core.c", mem / "espnn_mem_idf.c", CDIR / "heap_caps_standin.c",
+        [*component_sources.load(COMPONENT).mem_idf_sources, CDIR / "heap_caps_standin.c",
          CDIR / "esp_log_standin.c", CDIR / "mem_policy_driver.c"],
         [tmp_path / "include", COMPONENT / "include", mem, CDIR, STANDIN],
         ["ESP_PLATFORM", "ESPNN_TEST_IDF"],

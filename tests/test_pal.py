@@ -14,6 +14,7 @@ from pathlib import Path
 import executorch.version
 import pytest
 
+from executorch_espnn import component_sources
 from tests.component_helpers import (
     CDIR,
     COMPONENT,
@@ -108,8 +109,7 @@ def build_idf_pal(tmp: Path, options: dict[str, str]) -> subprocess.CompletedPro
     inc = [tmp / "include", COMPONENT / "include", mem, CDIR, STANDIN]
     flags = ["-DESP_PLATFORM", *(f"-I{i}" for i in inc)]
     for src in [
-        mem / "espnn_mem_core.c",
-        mem / "espnn_mem_idf.c",
+        *component_sources.load(COMPONENT).mem_idf_sources,
         CDIR / "heap_caps_standin.c",
         CDIR / "esp_log_standin.c",
     ]:
@@ -202,7 +202,7 @@ def test_idf_pal_refuses_to_build_when_not_provided(tmp_path: Path) -> None:
 def test_host_pal_replaces_the_wheel_runtime_defaults(tmp_path: Path) -> None:
     mem = COMPONENT / "memory"
     objs = []
-    for src in [mem / "espnn_mem_core.c", mem / "espnn_mem_host.c"]:
+    for src in component_sources.load(COMPONENT).mem_host_sources:
         obj = tmp_path / (src.stem + ".o")
         subprocess.run(
             [

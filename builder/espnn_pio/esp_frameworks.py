@@ -28,21 +28,30 @@ from typing import Any
 from . import esp_nn_sources, source_step
 from .render import GENERATED_SUBDIR
 
-# Component sources for an Arduino build (the ESP-IDF build reads the component's CMakeLists):
-# what enters a firmware, so not host_espnn/ (the host twin of ESP-NN's API).
-ARDUINO_SRC_FILTER = [
-    "+<adapter/*.cpp>",
-    "+<runtime/espnn_model.cpp>",
-    "+<runtime/espnn_selftest.cpp>",
-    "+<runtime/espnn_model_partition.cpp>",
-    "+<runtime/espnn_model_image.c>",
-    "+<runtime/espnn_shared_arena.cpp>",
-    "+<memory/espnn_mem_core.c>",
-    "+<memory/espnn_mem_idf.c>",
-    "+<engine/src/*.c>",
-    "+<engine/ops/*.c>",
-]
-ARDUINO_INCLUDE_DIRS = ["include", "engine/include", "engine/src", "adapter", "memory"]
+
+def arduino_src_filter(comp: Path) -> list[str]:
+    """The component's sources for an Arduino build (the ESP-IDF build includes the same CMake
+    lists), read from them so a new source cannot be missed: what enters a firmware, so not
+    host_espnn/ (the host twin of ESP-NN's API), the ESP-IDF memory world, and the PAL apart
+    (an object of its own, see add_component_library)."""
+    from executorch_espnn import component_sources
+
+    lists = component_sources.load(comp)
+    files = [*lists.adapter_sources, *lists.model_sources, *lists.mem_idf_sources,
+             *lists.engine_srcs]
+    return [f"+<{rel}>" for rel in lists.relative(files)]
+
+
+def arduino_include_dirs(comp: Path) -> list[str]:
+    """The component's include dirs for an Arduino build, relative to it, in search order."""
+    from executorch_espnn import component_sources
+
+    lists = component_sources.load(comp)
+    return ["include", *lists.relative(lists.engine_include_dirs),
+            *lists.relative(lists.engine_priv_include_dirs), "adapter",
+            *lists.relative(lists.mem_private_include_dirs)]
+
+
 # ExecuTorch's headers and the adapter are C++17; Arduino-ESP32 2.0.x compiles with gnu++11.
 CXX_STANDARD = "-std=gnu++17"
 
@@ -163,7 +172,7 @@ def add_component_library(env: Any) -> None:
     if "espidf" in _frameworks(env):
         return  # "arduino, espidf": the ESP-IDF addition handles it as a component
     comp = component_dir(env)
-    env.Append(CPPPATH=[str(comp / d) for d in ARDUINO_INCLUDE_DIRS if (comp / d).is_dir()])
+    env.Append(CPPPATH=[str(comp / d) for d in arduino_include_dirs(comp) if (comp / d).is_dir()])
     if env.get("ESPNN_MODEL_GEN_DIR") is None:
         return  # no model: the sketch does not use the runtime
     env.Append(CPPPATH=[str(Path(env["ESPNN_ESPNN_DIR"]) / esp_nn_sources.PUBLIC_INCLUDE_DIR)])
@@ -176,14 +185,16 @@ def add_component_library(env: Any) -> None:
         # Kconfig default); Arduino's prebuilt sdkconfig.h has no ESP-NN options
         *esp_nn_sources.DEFINES,
     ])
-    libs = [env.BuildLibrary("$BUILD_DIR/executorch_espnn", str(comp), ARDUINO_SRC_FILTER)]
+    libs = [env.BuildLibrary("$BUILD_DIR/executorch_espnn", str(comp), arduino_src_filter(comp))]
     kconf = env.get("ESPNN_KCONFIG")
     if kconf is None or kconf.values().get("CONFIG_ESPNN_ET_PROVIDE_PAL", True):
         # The PAL as an object, not an archive member: linked whatever references it, so its
         # strong et_pal_* always replace the runtime's weak defaults.
-        pal = env.Object("$BUILD_DIR/executorch_espnn_pal/espnn_pal_idf.o",
-                         str(comp / "pal" / "espnn_pal_idf.cpp"))
-        env.Append(PIOBUILDFILES=pal)
+        from executorch_espnn import component_sources
+
+        for src in component_sources.load(comp).pal_idf_sources:
+            pal = env.Object(f"$BUILD_DIR/executorch_espnn_pal/{src.stem}.o", str(src))
+            env.Append(PIOBUILDFILES=pal)
     env.Prepend(LIBS=libs)
     env.Append(ESPNN_STANDIN_LIBS=[str(comp)])
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shutil
 import sys
 from dataclasses import dataclass
@@ -126,12 +125,15 @@ def _link_runtime(env: Any, root: Path) -> None:
 
 
 def pal_symbols(component: Path) -> list[str]:
-    """ESPNN_PAL_SYMBOLS of pal/sources.cmake, the one list of the PAL's functions."""
-    text = (component / "pal" / "sources.cmake").read_text(encoding="utf8")
-    m = re.search(r"set\(ESPNN_PAL_SYMBOLS\s+([^)]*)\)", text)
-    if m is None:
-        raise HostBuildFailure(f"{component / 'pal' / 'sources.cmake'} defines no ESPNN_PAL_SYMBOLS")
-    return m.group(1).split()
+    """ESPNN_PAL_SYMBOLS of pal/sources.cmake, the one list of the PAL's functions (read with
+    component_sources, the reader of every source list)."""
+    from executorch_espnn import component_sources
+    from executorch_espnn.errors import ComponentSourcesError
+
+    try:
+        return list(component_sources.load(component).pal_symbols)
+    except ComponentSourcesError as exc:
+        raise HostBuildFailure(str(exc)) from exc
 
 
 def configure(env: Any) -> None:
