@@ -131,3 +131,16 @@ def test_host_espnn_includes_only_itself_and_the_c_library() -> None:
         extra = {"stdio.h"} if Path(path).name == "scratch_guard.c" else set()
         assert {n for n in names if Path(n).name not in own} <= {"stddef.h", "stdint.h", "stdlib.h", "string.h",
                                                                    "limits.h", "stdbool.h", *extra}, path
+
+
+def test_the_payload_imports_no_reference_kernel() -> None:
+    """The kernels sit beside the checks (``payload/families/<family>/``) but stay above them:
+    only ``reference/`` and the kernels themselves import a kernel, so the reader, the writer
+    and the checks never load one (as when the kernels lived in ``reference/``)."""
+    families = PACKAGE / "payload" / "families"
+    kernels = {p for p in _py(families) if p.name == "reference.py" or p.name.startswith("kernel_")}
+    kernel_names = {".".join(p.relative_to(ROOT).with_suffix("").parts) for p in kernels}
+    bad = {str(p.relative_to(ROOT)): sorted(n for n in _imports(p)
+                                            if n in kernel_names or _under(n, ("executorch_espnn.reference",)))
+           for p in _py(PACKAGE / "payload") if p not in kernels}
+    assert {k: v for k, v in bad.items() if v} == {}

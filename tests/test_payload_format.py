@@ -243,4 +243,4 @@ def test_every_opcode_has_a_validator_check() -> None:
     for op in F.Opcode:
         assert op in CHECKS.by_opcode, (
             f"{op.name} has no validator check: add one with @check(Opcode.{op.name}) in "
-            "executorch_espnn/payload/checks/<family>.py (docs/adding-an-operator.md)")
+            "executorch_espnn/payload/families/<family>/check.py (docs/adding-an-operator.md)")

@@ -31,10 +31,10 @@ from devkit.payload_factory import (
 )
 from executorch_espnn.errors import DelegateInputError
 from executorch_espnn.payload import DType, Opcode, PayloadError, decode
+from executorch_espnn.payload.families.softmax.reference import SOFTMAX_MAX_ROW
 from executorch_espnn.quant_math import quantize_multiplier, rdbp, requant, softmax_params, srdhm
 from executorch_espnn.reference import KERNELS, Executor, run_delegate
 from executorch_espnn.reference.memory import POISON
-from executorch_espnn.reference.softmax import SOFTMAX_MAX_ROW
 
 CASES = all_cases(seed=0)
 

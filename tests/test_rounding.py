@@ -143,7 +143,7 @@ def test_quantize_at_the_boundary_is_pytorchs_quantize_per_tensor() -> None:
     quantize_per_tensor computes 1/scale in double and rounds it to float32 for the multiply,
     which gives the same float for every float32 scale (one binade exhaustively: the
     mantissas repeat in every binade), and the ties round alike."""
-    from executorch_espnn.reference.quantize import quantize_f32
+    from executorch_espnn.payload.families.quantize.reference import quantize_f32
 
     mant = np.arange(1 << 23, dtype=np.uint32) | np.uint32((127 - 7) << 23)
     s = mant.view(np.float32)

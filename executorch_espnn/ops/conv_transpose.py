@@ -23,7 +23,7 @@ from ..graph.names import node_arg, static_shape
 from ..graph.qdq import qdq_params
 from ..layout import nhwc
 from ..payload import Opcode
-from ..payload.checks.conv_transpose import transposed_out
+from ..payload.families.conv_transpose.check import transposed_out
 from ..payload.format import MAX_REDUCTION
 from ..payload_builder import PayloadBuilder, Value
 from ..unsupported import Unsupported

@@ -1,6 +1,6 @@
 """``OpcodeTable``: opcode -> one function, filled by a decorator when the family modules are
-imported.  The validator's checks (``payload.checks``) and the reference kernels
-(``reference``) are each one such table, mirroring the C engine's table of op families."""
+imported.  The validator's checks (``payload/families/<family>/check.py``) and the
+reference kernels (``<family>/reference.py``) are each one such table, mirroring the C engine's table of op families."""
 
 from __future__ import annotations
 

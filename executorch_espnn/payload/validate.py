@@ -1,7 +1,7 @@
 """Semantic validation of a decoded payload: the same rules the C engine applies.
 
 Structural checks (sizes, offsets, counts) live in the reader; this module runs each op's
-check (``payload/checks/<family>.py``, registered by opcode in ``checks.CHECKS``: what the
+check (``payload/families/<family>/check.py``, registered by opcode in ``checks.CHECKS``: what the
 op needs of its tensors and parameters, including the values of per-channel constants),
 then the dataflow rules over the whole op list.  ``docs/payload-format.md`` lists every
 rule; the C engine mirrors them in ``engine/src/validate.c`` and the ``prepare`` of each

@@ -14,24 +14,24 @@ import numpy as np
 import numpy.typing as npt
 
 from ..payload import decode
-from . import (  # noqa: F401 - importing the op families registers their kernels
-    conv,
-    conv_transpose,
-    elementwise,
-    fully_connected,
-    lut,
-    matmul,
-    mean,
-    movement,
-    norm,
-    pool,
-    prelu,
-    quantize,
-    resize,
-    softmax,
-)
+
+# importing the op families registers their kernels
+from ..payload.families.conv import reference as _conv  # noqa: F401
+from ..payload.families.conv_transpose import reference as _conv_transpose  # noqa: F401
+from ..payload.families.elementwise import reference as _elementwise  # noqa: F401
+from ..payload.families.fully_connected import reference as _fully_connected  # noqa: F401
+from ..payload.families.kernel_registry import KERNELS, OpContext
+from ..payload.families.lut import reference as _lut  # noqa: F401
+from ..payload.families.matmul import reference as _matmul  # noqa: F401
+from ..payload.families.mean import reference as _mean  # noqa: F401
+from ..payload.families.movement import reference as _movement  # noqa: F401
+from ..payload.families.norm import reference as _norm  # noqa: F401
+from ..payload.families.pool import reference as _pool  # noqa: F401
+from ..payload.families.prelu import reference as _prelu  # noqa: F401
+from ..payload.families.quantize import reference as _quantize  # noqa: F401
+from ..payload.families.resize import reference as _resize  # noqa: F401
+from ..payload.families.softmax import reference as _softmax  # noqa: F401
 from .memory import DeviceMemory
-from .registry import KERNELS, OpContext
 
 __all__ = ["KERNELS", "Executor", "run_delegate"]
 

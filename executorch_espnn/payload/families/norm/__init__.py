@@ -1,0 +1,2 @@
+"""The norm family's two Python twins of its engine op(s): ``check`` (``prepare``'s rules)
+and ``reference`` (``eval``, bit-exact)."""
