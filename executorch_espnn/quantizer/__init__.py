@@ -59,6 +59,17 @@ lookup-table unary ops (input dq and output q with their own qparams): hardswish
 tanh, silu, gelu (either approximation), hardsigmoid, leaky_relu, and clamp-like ops that
 were not fused.  sigmoid/tanh outputs are observed, not fixed (a table can map to any scale).
 
+sub (``aten.sub``/``rsub``): annotated as add is; ``aten.div`` by a number (attention's
+``/ sqrt(d)``): a lookup-table unary op.
+
+prelu: ``aten.prelu.default(x_dq, alpha_dq) -> q``: the input and the output observed
+separately, the slope (one value or one per channel) int8 symmetric per tensor
+(``config.slope_qspec``, as TFLite's int8 PRELU takes an int8 alpha).
+
+layer norm and matmul (``annotators/norm_matmul.py``): ``aten.layer_norm.default(x_dq, ...)
+-> q`` (the input observed, weight and bias stay float: the lowering makes them integer
+constants); ``aten.matmul`` / ``bmm`` / ``mm`` of two activations, each operand observed.
+
 GRU / LSTM layers and cells (``aten.gru.input``, ``aten.lstm.input``, ``aten.gru_cell``,
 ``aten.lstm_cell``) are unrolled before annotation (``rewrites/recurrent.py``) into per-step
 linear / add / sub / mul / sigmoid / tanh / select / stack, each annotated as above; each
@@ -67,7 +78,8 @@ quantity of a step (``h``, ``c``, a gate's pre-activation, ...) shares the first
 
 Regions configured ``None`` (``set_global/set_module_type/set_module_name``) keep float ops
 with float ``get_attr`` weights; a quantized neighbour still quantizes its own input edge.
-Other ops (sub, div, batch_norm not after conv/linear, matmul, ...) are left unannotated.
+Other ops (batch_norm not after conv/linear, division by a tensor, ...) are left
+unannotated.
 
 Quantization-aware training: ``prepare_qat(model, example_inputs)`` (training-mode export +
 ``prepare_qat_pt2e`` with ``EspNNQuantizer(is_qat=True)``: the same scheme with fake
