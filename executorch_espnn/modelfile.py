@@ -98,6 +98,36 @@ def load_model_file(
     return src
 
 
+def load_weights(net: torch.nn.Module, path: str | Path, regenerate: str | None = None) -> torch.nn.Module:
+    """Load a state_dict saved with ``torch.save`` at ``path`` into ``net``; return it in eval mode.
+
+    For model files that ship their trained weights as data beside them (as the examples do:
+    float training rounds differently on other CPUs, so training at build time gives other
+    weights on another machine).  ``regenerate`` is the command that rewrites the file; the
+    error for a missing one names it.  Tensors only (``weights_only=True``): a weights file
+    cannot run code.
+    """
+    import torch
+
+    p = Path(path)
+    how = f": regenerate it with `{regenerate}`" if regenerate else ""
+    if not p.is_file():
+        raise ModelFileError(f"{p} is missing: the trained weights {type(net).__name__} loads{how}")
+    try:
+        state = torch.load(p, weights_only=True, map_location="cpu")
+    except Exception as exc:  # a truncated zip, a pickle of objects, another format
+        raise ModelFileError(f"{p} is not a state_dict torch.load can read ({_first_line(exc)}){how}") from exc
+    if not isinstance(state, dict):
+        raise ModelFileError(f"{p} holds a {type(state).__name__}, not a state_dict{how}")
+    try:
+        net.load_state_dict(state)
+    except RuntimeError as exc:  # missing/unexpected keys or a shape that changed with the net
+        raise ModelFileError(
+            f"{p} does not fit {type(net).__name__} (the net changed since it was saved?): "
+            f"{' '.join(str(exc).split())}{how}") from exc
+    return net.eval()
+
+
 # ---------------------------------------------------------------------------------------------
 # .py
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from executorch_espnn.errors import CalibrationError, ModelFileError, PteError
-from executorch_espnn.modelfile import load_calibration_npz, load_model_file
+from executorch_espnn.modelfile import load_calibration_npz, load_model_file, load_weights
 
 GOOD = """\
 import torch
@@ -298,3 +298,49 @@ def test_pte_without_our_delegate(tmp_path: Path) -> None:
     p.write_bytes(prog.buffer)
     with pytest.raises(PteError, match=r"contains no EspNNDelegateBackend delegate \(found: no delegate at all\); lower the model with executorch_espnn"):
         load_model_file(p)
+
+
+# --- load_weights: the trained state a model file ships as data beside it ---------------------
+
+
+def _net() -> torch.nn.Module:
+    return torch.nn.Sequential(torch.nn.Linear(4, 3))
+
+
+def test_load_weights_gives_the_saved_state_in_eval_mode(tmp_path: Path) -> None:
+    saved = _net()
+    torch.save(saved.state_dict(), tmp_path / "m.weights.pt")
+    net = _net().train()
+    got = load_weights(net, tmp_path / "m.weights.pt")
+    assert got is net and not net.training
+    for k, v in saved.state_dict().items():
+        assert torch.equal(net.state_dict()[k], v)
+
+
+def test_load_weights_missing_file_names_it_and_the_regenerate_command(tmp_path: Path) -> None:
+    with pytest.raises(ModelFileError, match=r"m\.weights\.pt is missing: the trained weights Sequential "
+                       r"loads: regenerate it with `python train\.py`"):
+        load_weights(_net(), tmp_path / "m.weights.pt", regenerate="python train.py")
+
+
+def test_load_weights_unreadable_file_says_so(tmp_path: Path) -> None:
+    (tmp_path / "m.weights.pt").write_bytes(b"PK\x03\x04 truncated")
+    with pytest.raises(ModelFileError, match=r"m\.weights\.pt is not a state_dict torch\.load can read"):
+        load_weights(_net(), tmp_path / "m.weights.pt")
+
+
+def test_load_weights_refuses_pickled_objects(tmp_path: Path) -> None:
+    """weights_only: a file holding a whole pickled module is refused, never unpickled."""
+    torch.save(_net(), tmp_path / "m.weights.pt")
+    with pytest.raises(ModelFileError, match=r"is not a state_dict torch\.load can read \(UnpicklingError"):
+        load_weights(_net(), tmp_path / "m.weights.pt")
+
+
+def test_load_weights_of_another_net_names_the_mismatch(tmp_path: Path) -> None:
+    torch.save(torch.nn.Sequential(torch.nn.Linear(4, 5)).state_dict(), tmp_path / "m.weights.pt")
+    with pytest.raises(ModelFileError, match=r"does not fit Sequential \(the net changed since it was saved\?\).*"
+                       r"size mismatch for 0\.weight.*regenerate it with `make`"):
+        load_weights(_net(), tmp_path / "m.weights.pt", regenerate="make")
+    torch.save([1, 2], tmp_path / "l.weights.pt")
+    with pytest.raises(ModelFileError, match=r"l\.weights\.pt holds a list, not a state_dict"):
+        load_weights(_net(), tmp_path / "l.weights.pt")

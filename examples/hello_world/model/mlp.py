@@ -7,9 +7,12 @@ from pathlib import Path
 
 import torch
 
+from executorch_espnn.modelfile import load_weights
+
 LABELS = ("falling", "flat", "rising")
 # the trained state_dict: data, written by train() (scripts/train_example_weights.py)
 WEIGHTS = Path(__file__).with_suffix(".weights.pt")
+REGENERATE = ".venv/bin/python scripts/train_example_weights.py"  # in the checkout
 
 # What the sketch (src/main.cpp) feeds, in this order.
 TEST_INPUTS = (
@@ -64,13 +67,7 @@ def model() -> torch.nn.Module:
     """The net with the weights train() gave once, shipped as data next to this file: float
     training rounds differently on other CPUs (vector widths), so training here could give
     other weights, so other scores than the README's."""
-    if not WEIGHTS.is_file():
-        raise FileNotFoundError(
-            f"{WEIGHTS} is missing: regenerate it (in the checkout) with "
-            "`.venv/bin/python scripts/train_example_weights.py`")
-    net = TinyMLP()
-    net.load_state_dict(torch.load(WEIGHTS, weights_only=True))
-    return net.eval()
+    return load_weights(TinyMLP(), WEIGHTS, regenerate=REGENERATE)
 
 
 def test_input(index: int) -> torch.Tensor:

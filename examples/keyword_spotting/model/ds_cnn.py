@@ -11,9 +11,12 @@ from pathlib import Path
 
 import torch
 
+from executorch_espnn.modelfile import load_weights
+
 LABELS = ("silence", "unknown", "yes", "no", "up", "down", "left", "right")
 # the trained state_dict: data, written by train() (scripts/train_example_weights.py)
 WEIGHTS = Path(__file__).with_suffix(".weights.pt")
+REGENERATE = ".venv/bin/python scripts/train_example_weights.py"  # in the checkout
 FRAMES, COEFFS = 49, 10
 # keyword label -> (cycles over the 49 frames, cepstral mode); the sketch has the same table
 PATTERNS = {2: (1.0, 1), 3: (2.0, 1), 4: (1.0, 3), 5: (3.0, 2), 6: (2.0, 4), 7: (4.0, 3)}
@@ -102,13 +105,7 @@ def model() -> torch.nn.Module:
     """The net with the weights train() gave once, shipped as data next to this file: float
     training rounds differently on other CPUs (vector widths), so training here could give
     other weights, so other scores than the README's."""
-    if not WEIGHTS.is_file():
-        raise FileNotFoundError(
-            f"{WEIGHTS} is missing: regenerate it (in the checkout) with "
-            "`.venv/bin/python scripts/train_example_weights.py`")
-    net = DSCNN()
-    net.load_state_dict(torch.load(WEIGHTS, weights_only=True))
-    return net.eval()
+    return load_weights(DSCNN(), WEIGHTS, regenerate=REGENERATE)
 
 
 def example_inputs() -> tuple[torch.Tensor, ...]:

@@ -9,10 +9,13 @@ from pathlib import Path
 
 import torch
 
+from executorch_espnn.modelfile import load_weights
+
 SIZE = 96
 LABELS = ("no person", "person")
 # the trained state_dict: data, written by train() (scripts/train_example_weights.py)
 WEIGHTS = Path(__file__).with_suffix(".weights.pt")
+REGENERATE = ".venv/bin/python scripts/train_example_weights.py"  # in the checkout
 TEST_SCENES = (True, False)  # what the app feeds, in this order
 
 
@@ -111,13 +114,7 @@ def model() -> torch.nn.Module:
     """The net with the weights train() gave once, shipped as data next to this file: float
     training rounds differently on other CPUs (vector widths), so training here could give
     other weights, so other scores than the README's."""
-    if not WEIGHTS.is_file():
-        raise FileNotFoundError(
-            f"{WEIGHTS} is missing: regenerate it (in the checkout) with "
-            "`.venv/bin/python scripts/train_example_weights.py`")
-    net = MobileNetV1()
-    net.load_state_dict(torch.load(WEIGHTS, weights_only=True))
-    return net.eval()
+    return load_weights(MobileNetV1(), WEIGHTS, regenerate=REGENERATE)
 
 
 def example_inputs() -> tuple[torch.Tensor, ...]:
