@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from SCons.Script import (  # type: ignore[import-not-found]
+from SCons.Script import (
     AlwaysBuild,
     Default,
     DefaultEnvironment,

@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--project-dir", type=Path, default=Path.cwd(),
                         help="the project whose platformio.ini options and cache_dir apply")
     args = parser.parse_args(argv)
-    from platformio.project.config import ProjectConfig  # type: ignore[import-untyped]
+    from platformio.project.config import ProjectConfig
 
     from executorch_espnn.firmware import sources
 

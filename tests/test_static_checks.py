@@ -1,6 +1,6 @@
-"""The package stays lint-clean (ruff) and fully typed (mypy --strict), as the style asks; run
-here so a regression fails CI instead of waiting for someone to run the tools.  And nothing but
-PlatformIO's entry, builder/main.py, puts builder/ on sys.path."""
+"""The package, the builder and the scripts stay lint-clean (ruff) and fully typed (mypy
+--strict), as the style asks; run here so a regression fails CI instead of waiting for someone to
+run the tools.  And nothing but PlatformIO's entry, builder/main.py, puts builder/ on sys.path."""
 
 from __future__ import annotations
 
@@ -20,13 +20,14 @@ def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_ruff_clean() -> None:
-    proc = _run(["ruff", "check", "--no-cache", "executorch_espnn", "devkit", "benchmarks", "tests"], ROOT)
+    proc = _run(["ruff", "check", "--no-cache", "executorch_espnn", "builder", "scripts", "devkit", "benchmarks",
+                 "tests"], ROOT)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
 
 
 @pytest.mark.slow
 def test_mypy_strict_clean(tmp_path: Path) -> None:
-    # pyproject's [tool.mypy] names the package and strict mode; the cache goes to tmp_path so
+    # pyproject's [tool.mypy] names the package, builder/ and scripts/ and strict mode; the cache goes to tmp_path so
     # the checkout stays clean
     proc = _run(["mypy", "--cache-dir", str(tmp_path / "mypy-cache")], ROOT)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]

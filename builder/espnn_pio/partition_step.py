@@ -146,7 +146,7 @@ def setup_esp(env: Any, storage: PartitionInfo, image: Path) -> None:
     env.BoardConfig().update("build.partitions", str(table))
     env["ESPNN_MODEL_PARTITION"] = {"table": str(table), "offset": offset, "size": storage.size,
                                     "label": storage.label, "image": str(image)}
-    from SCons.Script import AlwaysBuild  # type: ignore[import-not-found]
+    from SCons.Script import AlwaysBuild
 
     actions = []
     if hasattr(env, "AutodetectUploadPort"):
@@ -177,7 +177,7 @@ def esptool_command(env: Any, offset: int, image: Path) -> list[str]:
 
 def setup_host(env: Any, storage: PartitionInfo, image: Path) -> None:
     """The host board: `uploadmodel` copies the image to the file the program maps."""
-    from SCons.Script import AlwaysBuild  # type: ignore[import-not-found]
+    from SCons.Script import AlwaysBuild
 
     dest = Path(storage.host_image_path)
 

@@ -33,7 +33,7 @@ def _frameworks(env: Any) -> list[str]:
 
 
 def _command_line_targets() -> list[str]:
-    from SCons.Script import COMMAND_LINE_TARGETS  # type: ignore[import-not-found]
+    from SCons.Script import COMMAND_LINE_TARGETS
 
     return [str(t) for t in COMMAND_LINE_TARGETS]
 
