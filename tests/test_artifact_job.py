@@ -130,3 +130,9 @@ def test_model_info_without_a_selftest_says_cases_0() -> None:
 def test_a_foreign_model_info_says_to_rebuild() -> None:
     with pytest.raises(ModelInfoError, match="delete the build folder and build again"):
         ModelInfo.from_json('{"pte": {}}')
+
+
+def test_a_lowering_option_is_named_as_platformio_ini_names_it() -> None:
+    assert [options.ini_name(o) for o in ("io", "selftest", "validation", "calibration")] == [
+        options.IO, options.SELFTEST, options.VALIDATION, options.CALIBRATION]
+    assert options.ini_name("method") is None

@@ -26,10 +26,7 @@ from typing import Any
 from . import render
 from .job import ArtifactJob
 from .model_info import ModelInfo, PartitionInfo, PteMeta, Sizes, Versions
-from .options import CALIBRATION, IO, SELFTEST, VALIDATION
-
-# lowering options the CLI names as flags, as platformio.ini names them
-INI_OPTIONS = {"selftest": SELFTEST, "validation": VALIDATION, "calibration": CALIBRATION, "io": IO}
+from .options import ini_name
 
 # module -> the requirement to install when it is missing (pins as in pyproject.toml)
 REQUIREMENTS = {
@@ -120,7 +117,7 @@ def lower(job: ArtifactJob) -> None:
     try:
         rc = cli.run(argv)
     except OptionValueError as exc:  # one line naming the platformio.ini option
-        name = INI_OPTIONS.get(exc.option)
+        name = ini_name(exc.option)
         raise StepFailure(exc.spelled(f"{name} = ") if name else str(exc)) from exc
     except EspNNError as exc:
         msg = str(exc).strip() or type(exc).__name__

@@ -45,6 +45,15 @@ PARTITION_SIZE = PREFIX + "partition_size"  # the model partition's size (defaul
 SHARED_ARENA = PREFIX + "shared_arena"
 KNOWN = (MODEL, CALIBRATION, STRICT, TARGET, SELFTEST, VALIDATION, IO, RUNTIME, SHARED_ARENA,
          *SOURCE_OPTIONS, STORAGE, PARTITION_SIZE)
+
+
+def ini_name(lowering_option: str) -> str | None:
+    """The platformio.ini option of a lowering option (the CLI's --io is custom_executorch_io),
+    None when platformio.ini has none."""
+    name = PREFIX + lowering_option
+    return name if name in KNOWN else None
+
+
 # Options that take one value per model with several models (`name = value` lines); the others
 # (strict, target, io) apply to every model.  A plain selftest number applies to every model.
 PER_MODEL = (CALIBRATION, VALIDATION, SELFTEST)
