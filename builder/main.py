@@ -1,13 +1,15 @@
 """executorch-espnn builder: the model step, then the host build or espressif32's builder.
 
 Kept as small as platform-native's builder: the host runtime and Arduino/ESP-IDF layers live in
-builder/frameworks/, the model step and its helpers in builder/espnn_pio/.
+builder/frameworks/, the SCons steps in builder/espnn_pio/, what they run (options, the model step
+and its child process, the kernel step) in the package, executorch_espnn.firmware.
 """
 
 import os
 import sys
+from pathlib import Path
 
-from SCons.Script import (  # type: ignore[import-not-found]
+from SCons.Script import (
     AlwaysBuild,
     Default,
     DefaultEnvironment,
@@ -16,6 +18,11 @@ from SCons.Script import (  # type: ignore[import-not-found]
 env = DefaultEnvironment()
 platform = env.PioPlatform()
 sys.path.insert(0, os.path.join(platform.get_dir(), "builder"))
+
+from espnn_pio import checkout  # noqa: E402
+
+# a checkout: its executorch_espnn, not another (before anything imports the package)
+checkout.use_checkout_package(Path(platform.get_dir()))
 
 from espnn_pio import scons_steps  # noqa: E402
 

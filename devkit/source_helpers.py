@@ -7,21 +7,9 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from pathlib import Path
-from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def builder_module(name: str) -> ModuleType:
-    """builder/espnn_pio/<name> (the builder is not a package of the wheel)."""
-    import importlib
-
-    builder = str(ROOT / "builder")
-    if builder not in sys.path:
-        sys.path.insert(0, builder)
-    return importlib.import_module(f"espnn_pio.{name}")
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -71,8 +59,8 @@ def executorch_tree(path: Path, version: str = "1.5.1") -> Path:
     from executorch_espnn import runtime_sources as rs
     from executorch_espnn import selective
     from executorch_espnn.errors import RuntimeSourcesError
+    from executorch_espnn.firmware import sources
 
-    sources = builder_module("sources")
     lists = rs.load()
     kernel_files = set()
     wheel = selective.KernelSources.from_wheel()
@@ -104,7 +92,8 @@ def flatbuffers_tree(path: Path, version: str = "24.3.25") -> Path:
 def esp_nn_tree(path: Path, version: str = "1.2.3") -> Path:
     """An ESP-NN tree with the files the builder's table names (empty: the stand-in compiles
     nothing), ESP-NN's public headers' names and its manifest."""
-    table = builder_module("esp_nn_sources")
+    from executorch_espnn.firmware import esp_nn_sources as table
+
     for rel in ("include/esp_nn.h", "include/esp_nn_defs.h", "src/common/common_functions.h",
                 "CMakeLists.txt", *table.COMMON_SRCS,
                 *(s for srcs in table.CHIP_SRCS.values() for s in srcs)):

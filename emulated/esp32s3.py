@@ -8,7 +8,7 @@ Tools, all found by name or environment variable and never part of this reposito
   by ``ESPNN_XTENSA_S3_GNU_CONFIG``; ``emulated/xtensa_s3/s3cc.py`` joins them into one
   compiler driver (and holds the stack-alignment check);
 - ``ESPNN_ESP_NN_DIR``: an ESP-NN checkout (1.2.x), compiled as ESP-NN's own build selects its
-  sources for the esp32s3 (``builder/espnn_pio/esp_nn_sources.py``);
+  sources for the esp32s3 (``executorch_espnn/firmware/esp_nn_sources.py``);
 - ``ESPNN_QEMU_ESP_DIR``: Espressif's QEMU (``qemu-system-xtensa`` with the esp32s3 machine).
 
 Our own parts (``emulated/xtensa_s3/``): startup and vectors, the linker script in the S3's
@@ -115,7 +115,7 @@ def esp_nn_units(kernels: str, root: Path | None = None,
                  cc_flags: Sequence[str] = ()) -> list[Unit]:
     """ESP-NN's sources for the esp32s3 with ESP-NN's own compile options (warnings are
     ESP-NN's, not ours: -w)."""
-    from builder.espnn_pio import esp_nn_sources
+    from executorch_espnn.firmware import esp_nn_sources
 
     root = root or esp_nn_dir()
     absent = esp_nn_sources.missing_sources(root, "esp32s3")

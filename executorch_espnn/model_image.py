@@ -27,6 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .firmware.model_info import POOL_FIELDS, ModelInfo
+
 MAGIC = b"ESPNNIMG"
 FORMAT_VERSION = 1
 HEADER_SIZE = 512
@@ -50,9 +52,6 @@ _QUANT = struct.Struct("<fi")
 _CHECKSUM_AT = HEADER_SIZE - 32
 _RESERVED = _CHECKSUM_AT - _FIXED.size - MAX_TENSORS * _QUANT.size
 assert _RESERVED >= 0, "the image header fields outgrew HEADER_SIZE"
-
-POOL_FIELDS = ("arena_bytes", "state_bytes", "planned_bytes", "method_allocator_bytes",
-               "temp_allocator_bytes")
 
 
 class ModelImageError(ValueError):
@@ -103,23 +102,23 @@ class ModelImage:
     quant: tuple[tuple[float, int], ...]  # (scale, zero point) per input then output
 
     @classmethod
-    def from_info(cls, pte: bytes, info: Mapping[str, Any], target: str) -> ModelImage:
-        """From the model step's model_info (render.model_info), the .pte bytes and the
+    def from_info(cls, pte: bytes, info: ModelInfo, target: str) -> ModelImage:
+        """From the model step's ModelInfo (firmware.render.model_info), the .pte bytes and the
         lowering target."""
-        p = info["pte"]
-        v = info["versions"]
+        p = info.pte.to_dict()
+        v = info.versions
         tensors = [*p["inputs"], *p["outputs"]]
         if len(tensors) > MAX_TENSORS:
             raise ModelImageError(f"the program has {len(tensors)} inputs and outputs; a model image "
                                   f"carries at most {MAX_TENSORS}")
         return cls(
             pte=pte,
-            executorch_version=str(v["executorch"]),
-            package_version=str(v["package"]),
-            format_major=int(v["format_major"]),
-            format_minor=int(v["format_minor"]),
+            executorch_version=v.executorch,
+            package_version=v.package,
+            format_major=int(v.format_major),
+            format_minor=int(v.format_minor),
             target=target,
-            sizes={k: int(info["sizes"][k]) for k in (*POOL_FIELDS, "pointer_bytes")},
+            sizes={**info.sizes.pools(), "pointer_bytes": info.sizes.pointer_bytes},
             signature=io_signature(p["inputs"], p["outputs"]),
             n_inputs=len(p["inputs"]),
             n_outputs=len(p["outputs"]),

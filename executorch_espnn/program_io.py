@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .errors import LoweringError, OptionValueError
+from .firmware.options import IO_CHOICES
 from .graph.names import DEQUANTIZE, QUANTIZE, node_op
 from .payload.format import DType
 
@@ -27,9 +28,6 @@ if TYPE_CHECKING:
     from executorch.exir import EdgeProgramManager
     from torch.export import ExportedProgram
     from torch.fx import Node
-
-IO_CHOICES = ("float", "int8")
-
 
 def check_io(io: object) -> str:
     """``io`` as one of IO_CHOICES, or OptionValueError naming the choices."""

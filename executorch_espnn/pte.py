@@ -3,7 +3,7 @@
 The one reader of programs: what a method declares (I/O tensors, delegates and their payloads,
 CPU kernel calls, constants, planned buffers) for the report, the host runtime's input and
 backend checks, the selective build's validity check, the model-file loader, the backend-suite
-tester and the builder's model header (``builder/espnn_pio/pte_meta.py``, which maps this
+tester and the builder's model header (``executorch_espnn/firmware/pte_meta.py``, which maps this
 description to the header's fields).  Every problem is a :class:`PteError` naming it.
 """
 

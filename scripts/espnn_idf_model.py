@@ -13,10 +13,22 @@ Exits 1 with one `Error: ...` line when the model or an option is wrong.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def use_this_package() -> None:
+    """Import the executorch_espnn of this checkout (nothing when this is an installed package's
+    copy): builder/espnn_pio/checkout.py, loaded by its location."""
+    spec = importlib.util.spec_from_file_location(
+        "espnn_checkout", ROOT / "builder" / "espnn_pio" / "checkout.py")
+    assert spec is not None and spec.loader is not None
+    checkout = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(checkout)
+    checkout.use_checkout_package(ROOT)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,17 +40,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calibration", type=Path)
     parser.add_argument("--strict", action="store_true")
     args = parser.parse_args(argv)
-    sys.path.insert(0, str(ROOT / "builder"))
-    from espnn_pio import (  # type: ignore[import-not-found]
-        checkout,
-        kernel_step,
-        model_step,
-        options,
-        report,
-        runtime_build,
-    )
+    use_this_package()
+    from executorch_espnn.firmware import kernels, options, step, summary
+    from executorch_espnn.runtime_sources import LIST_NAME
 
-    checkout.use_checkout_package(ROOT)
     given = {options.MODEL: str(args.model.resolve()), options.TARGET: args.target,
              options.STRICT: "yes" if args.strict else "no"}
     if args.calibration:
@@ -47,15 +52,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         opts = options.parse(given.get, list(given), Path.cwd(), "")
         assert opts is not None
-        paths = model_step.StepPaths(out)
-        ran = model_step.run(opts, paths, sys.executable, ROOT)
-        info = model_step.load_info(paths)
-        kernel_step.run(out, runtime_build.list_file(ROOT / "espnn_component"), sys.executable, ROOT)
-    except (options.OptionError, model_step.StepError, kernel_step.KernelStepError) as exc:
+        paths = step.StepPaths(out)
+        ran = step.run(opts, paths, sys.executable, ROOT)
+        info = step.load_info(paths)
+        kernels.run(out, ROOT / "espnn_component" / "cmake" / LIST_NAME, sys.executable, ROOT)
+    except (options.OptionError, step.StepError, kernels.KernelStepError) as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 1
     if ran:  # (no RAM line: the chip's RAM is ESP-IDF's to check, at the link)
-        for line in report.summary_lines(info, None):
+        for line in summary.summary_lines(info, None):
             if not line.strip().startswith("RAM:"):
                 print(line)
     print(f"model folder: {out} (idf.py -DESPNN_MODEL_DIR={out} ...)")

@@ -1,6 +1,6 @@
 """Obtain the pinned ExecuTorch, flatbuffers and ESP-NN trees an ESP build needs, now: e.g. on a
 machine about to go offline, or in a CI job that proves the pins and URLs.  The same code and
-cache as `pio run` (builder/espnn_pio/sources.py): the PlatformIO cache folder, the
+cache as `pio run` (executorch_espnn/firmware/sources.py): the PlatformIO cache folder, the
 *_SOURCE_DIR / ESPNN_ESP_NN_DIR variables, ESPNN_SOURCES_URL_BASE.
 
     .venv/bin/python scripts/fetch_sources.py [--project-dir DIR]
@@ -15,17 +15,15 @@ import os
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--project-dir", type=Path, default=Path.cwd(),
                         help="the project whose platformio.ini options and cache_dir apply")
     args = parser.parse_args(argv)
-    sys.path.insert(0, str(ROOT / "builder"))
-    from espnn_pio import sources  # type: ignore[import-not-found]
-    from platformio.project.config import ProjectConfig  # type: ignore[import-untyped]
+    from platformio.project.config import ProjectConfig
+
+    from executorch_espnn.firmware import sources
 
     ini = args.project_dir / "platformio.ini"
     config = ProjectConfig(str(ini) if ini.is_file() else None)

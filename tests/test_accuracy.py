@@ -193,15 +193,12 @@ def test_report_text_has_the_accuracy_section(lowered: ee.LoweredModel) -> None:
 
 
 def test_the_build_summary_prints_the_accuracy(lowered: ee.LoweredModel) -> None:
-    """The PlatformIO build's summary (builder/espnn_pio/report.py) shows the accuracy line the
+    """The PlatformIO build's summary (executorch_espnn/firmware/summary.py) shows the accuracy line the
     model step's child read from report.json."""
-    import sys
+    from devkit.model_files import model_info_from
+    from executorch_espnn.firmware import artifact as lower_driver
+    from executorch_espnn.firmware import summary as report
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "builder"))
-    try:
-        from espnn_pio import lower_driver, report  # type: ignore[import-not-found]
-    finally:
-        sys.path.pop(0)
     r = lowered.report.to_dict()
     (line,) = lower_driver.accuracy_lines(r)
     top = r["accuracy"]["outputs"][0]["top1_accuracy"]
@@ -210,8 +207,9 @@ def test_the_build_summary_prints_the_accuracy(lowered: ee.LoweredModel) -> None
     assert lower_driver.accuracy_lines({"accuracy": None}) == []
     sizes = {"arena_bytes": 1, "state_bytes": 1, "planned_bytes": 1, "weights_bytes": 0,
              "method_allocator_bytes": 1, "temp_allocator_bytes": 0, "pointer_bytes": 4}
-    info = {"pte": {"size": 2048, "sha256": "0" * 64, "delegates": []}, "sizes": sizes,
-            "ops": {"delegated": 3, "cpu": 0, "cpu_list": []}, "warnings": [], "accuracy": [line]}
+    info = model_info_from({"pte": {"size": 2048, "sha256": "0" * 64, "delegates": []}, "sizes": sizes,
+                            "ops": {"delegated": 3, "cpu": 0, "cpu_list": []}, "warnings": [],
+                            "accuracy": [line]})
     assert f"  {line}" in report.summary_lines(info, None)
 
 

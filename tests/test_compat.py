@@ -13,14 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from builder.espnn_pio import esp_frameworks
 from executorch_espnn import compat
+from executorch_espnn.firmware import artifact as lower_driver
+from executorch_espnn.firmware import sources
 from executorch_espnn.version import __version__
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "builder"))
-from espnn_pio import esp_frameworks, lower_driver, sources  # type: ignore[import-not-found]  # noqa: E402
-
-sys.path.remove(str(ROOT / "builder"))
 
 
 def _lookup(found: dict[str, str]) -> compat.VersionLookup:

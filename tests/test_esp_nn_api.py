@@ -8,7 +8,7 @@ C of esp32/s2/c3/c6; the S3 and P4 kernels):
     is in the range ``espnn_component/idf_component.yml`` declares; below the range's floor at
     least one is missing (so the floor is needed, not just cautious), and a failing engine
     source fails only on such a function;
-  * the builder's per-chip source table (builder/espnn_pio/esp_nn_sources.py) equals the tree's
+  * the builder's per-chip source table (executorch_espnn/firmware/esp_nn_sources.py) equals the tree's
     own CMakeLists.txt when the tree is the pinned release.
 """
 
@@ -24,6 +24,7 @@ import pytest
 
 from devkit import source_helpers as sh
 from executorch_espnn import component_sources
+from executorch_espnn.firmware import esp_nn_sources as table
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINE = ROOT / "espnn_component" / "engine"
@@ -31,8 +32,6 @@ ESP_NN = os.environ.get("ESPNN_ESP_NN_DIR", "")
 needs_checkout = pytest.mark.skipif(
     not ESP_NN, reason="set ESPNN_ESP_NN_DIR to an espressif/esp-nn checkout (e.g. "
     "`git clone https://github.com/espressif/esp-nn`) to check the engine against its headers")
-
-table = sh.builder_module("esp_nn_sources")
 
 # how esp_nn.h selects the kernels: the defines ESP-IDF's sdkconfig gives each case
 VARIANTS = {
@@ -138,7 +137,7 @@ def test_engine_compiles_against_checkout_headers(variant: str, tmp_path: Path) 
 @needs_checkout
 def test_builder_table_mirrors_esp_nn_cmake() -> None:
     nn = Path(ESP_NN)
-    sources = sh.builder_module("sources")
+    from executorch_espnn.firmware import sources
     version = table.tree_version(nn)
     if version != sources.ESPNN_VERSION:
         pytest.skip(f"the table mirrors ESP-NN {sources.ESPNN_VERSION} (the pin); this checkout "

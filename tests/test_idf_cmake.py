@@ -112,9 +112,9 @@ def test_manifest() -> None:
     # the releases checked to declare every function the engine calls (tests/test_esp_nn_api.py:
     # 1.2.0/1.2.1 lack esp_nn_mul_broadcast_channel_s8); the builder reads the same range
     assert (lo, hi) == (">=1.2.2", "<1.2.4")
-    from devkit.source_helpers import builder_module
+    from executorch_espnn.firmware import esp_nn_sources
 
-    assert builder_module("esp_nn_sources").declared_range() == f"{lo},{hi}"
+    assert esp_nn_sources.declared_range() == f"{lo},{hi}"
     # no registry ExecuTorch: its only release does not match the pinned 1.5.1 (docs/component.md)
     assert not [d for d in deps if "executorch" in d]
 

@@ -46,7 +46,7 @@ def kernels(tmp_path_factory: pytest.TempPathFactory) -> Path:
     sel.write_text(yaml.safe_dump({"operators": {name: dict(op) for name in OPERATORS},
                                    "et_kernel_metadata": {name: ["default"] for name in OPERATORS},
                                    "include_all_operators": False}))
-    driver = sh.builder_module("kernel_driver")
+    from executorch_espnn.firmware import kernel_driver as driver
     driver.write(sel, rs.default_list_file(), out)
     return out / "kernels.cmake"
 

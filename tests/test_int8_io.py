@@ -9,7 +9,6 @@ through ExecuTorch's runtime (``executorch_espnn.host.run``).
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,8 +22,6 @@ from executorch_espnn.errors import LoweringError, OptionValueError
 from executorch_espnn.lowering import LoweredModel
 from executorch_espnn.payload import Storage, decode
 from executorch_espnn.pte import delegate_payloads, read_program
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "builder"))
 
 
 def quantize(x: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
@@ -248,13 +245,13 @@ MODEL_PY = "def model():\n    pass\n\ndef example_inputs():\n    pass\n"
 
 
 def _parse(tmp_path: Path, model: str, **options: str) -> Any:
-    from espnn_pio.options import parse_env_options  # type: ignore[import-not-found]
+    from executorch_espnn.firmware.options import parse_env_options
 
     return parse_env_options({"custom_executorch_model": model, **options}, tmp_path, "esp32s3")
 
 
 def test_platformio_io_option(tmp_path: Path) -> None:
-    from espnn_pio.options import OptionError  # type: ignore[import-not-found]
+    from executorch_espnn.firmware.options import OptionError
 
     (tmp_path / "model.py").write_text(MODEL_PY)
     (tmp_path / "model.pte").write_bytes(b"\0" * 16)
@@ -283,11 +280,13 @@ def test_view_bytes_rule() -> None:
 def test_a_ready_int8_pte_gets_its_scale_in_the_header(pairs: dict[str, Pair]) -> None:
     """custom_executorch_model = model.pte (no lowering report): the header's description of an
     int8 program tensor still carries the delegate's scale and zero point."""
-    from espnn_pio import lower_driver, pte_meta, render  # type: ignore[import-not-found]
+    from executorch_espnn.firmware import artifact, pte_meta, render
+    from executorch_espnn.firmware.model_info import POOL_FIELDS, Versions
 
     lm = pairs["conv_c3"].int8_route
-    sizes = {k: 0 for k in render.POOL_FIELDS} | {"pointer_bytes": 8}
-    info = render.model_info(pte_meta.read(lm.pte), lower_driver.io_description(lm.pte), {}, sizes)
+    sizes = {k: 0 for k in POOL_FIELDS} | {"pointer_bytes": 8}
+    info = render.model_info(pte_meta.read(lm.pte), artifact.io_description(lm.pte),
+                             Versions("", "", "", ""), sizes).to_dict()
     (t_in,), (t_out,) = info["pte"]["inputs"], info["pte"]["outputs"]
     assert (t_in["scale"], t_in["zero_point"], t_in["access"]) == (lm.inputs[0].scale, lm.inputs[0].zero_point,
                                                                    "transposed copy")

@@ -328,11 +328,7 @@ def test_header_command_prints_one_error_line(tmp_path: Path, capsys: pytest.Cap
 def test_builder_resolves_in_a_child_and_only_when_an_input_changed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    sys.path.insert(0, str(COMPONENT.parent / "builder"))
-    try:
-        from espnn_pio import kconfig_glue  # type: ignore[import-not-found]
-    finally:
-        sys.path.pop(0)
+    from builder.espnn_pio import kconfig_glue
     runs: list[list[str]] = []
     real_run = subprocess.run
 

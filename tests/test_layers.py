@@ -12,11 +12,24 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "executorch_espnn"
 BUILDER = ROOT / "builder" / "espnn_pio"
 COMPONENT = ROOT / "espnn_component"
-# builder modules SCons imports (the others run only in the model step's child process)
-SCONS_SIDE = ("scons_steps", "options", "kconfig_glue", "model_step", "render", "report",
-              "esp_frameworks", "host_build", "host_source", "checkout", "source_step", "sources",
-              "esp_nn_sources", "kernel_step", "runtime_build", "partition_step")
+# builder modules SCons imports (every one of them now: the child processes run the package)
+SCONS_SIDE = ("scons_steps", "kconfig_glue", "esp_frameworks", "host_build", "host_source", "checkout",
+              "source_step", "runtime_build", "partition_step")
 HEAVY = ("torch", "executorch", "numpy", "kconfiglib", "jinja2", "executorch_espnn")
+# the package modules SCons imports at the top (builder/main.py chose the package first): the
+# standard library only, so a no-op build imports no torch, numpy or jinja2
+FIRMWARE = PACKAGE / "firmware"
+SCONS_SIDE_FIRMWARE = ("options", "job", "model_info", "render", "step", "kernels", "kernel_driver",
+                       "summary", "sources", "esp_nn_sources")
+LIGHT = ("executorch_espnn.errors", "executorch_espnn.resources",
+         *(f"executorch_espnn.firmware.{m}" for m in SCONS_SIDE_FIRMWARE))
+
+
+def _heavy(name: str) -> bool:
+    """A heavy import: not the package itself (its __init__ is cheap), not a LIGHT module nor a
+    name in one."""
+    return (_under(name, HEAVY) and name not in ("executorch_espnn", "executorch_espnn.firmware")
+            and not _under(name, LIGHT))
 LOWERING = ("quantizer", "graph", "layout", "planner", "payload_builder", "ops", "units", "partitioner",
             "backend", "lowering")
 TOOLS = ("report", "host", "cli", "modelfile", "selective", "selftest", "accuracy", "kconfig", "testing")
@@ -70,7 +83,13 @@ def test_nothing_but_the_tests_imports_tests() -> None:
 @pytest.mark.parametrize("module", SCONS_SIDE)
 def test_scons_side_builder_modules_import_nothing_heavy_at_the_top(module: str) -> None:
     top = _imports(BUILDER / f"{module}.py", top_level_only=True)
-    assert sorted(n for n in top if _under(n, HEAVY)) == []
+    assert sorted(n for n in top if _heavy(n)) == []
+
+
+@pytest.mark.parametrize("module", SCONS_SIDE_FIRMWARE)
+def test_the_firmware_modules_scons_imports_import_only_light_ones_at_the_top(module: str) -> None:
+    top = _imports(FIRMWARE / f"{module}.py", top_level_only=True)
+    assert sorted(n for n in top if _heavy(n)) == []
 
 
 def test_the_platform_class_imports_only_the_standard_library_and_platformio() -> None:

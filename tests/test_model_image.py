@@ -153,10 +153,7 @@ def test_partition_size_rule() -> None:
 
 
 def test_storage_options_and_messages() -> None:
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "builder"))
-    from espnn_pio import options as o
+    from executorch_espnn.firmware import options as o
 
     def choice(**kw: str) -> o.StorageOptions:
         return o.storage_choice(lambda n: kw.get(n.removeprefix(o.PREFIX)))

@@ -4,17 +4,12 @@ changed weights relower; other files in the folder do not."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 from devkit import pio_helpers as h
-
-sys.path.insert(0, str(h.ROOT / "builder"))
-from espnn_pio import model_step  # type: ignore[import-not-found]
-from espnn_pio.options import parse_env_models  # type: ignore[import-not-found]
-
-sys.path.remove(str(h.ROOT / "builder"))
+from executorch_espnn.firmware import step as model_step
+from executorch_espnn.firmware.options import parse_env_models
 
 MODEL_PY = "def model():\n    pass\n\ndef example_inputs():\n    pass\n"
 

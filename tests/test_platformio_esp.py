@@ -502,7 +502,7 @@ def _one_error(r: h.PioResult, proj: Path, env: str) -> str:
 @pytest.mark.slow
 def test_missing_sources_say_how_to_get_them(core_with_base: Path, plain_pte: Path,
                                              tmp_path: Path) -> None:
-    sources = sh.builder_module("sources")
+    from executorch_espnn.firmware import sources
     _, commit = sources.wheel_executorch()
     proj = _esp_project(tmp_path / "p", plain_pte)
     mirror = tmp_path / "mirror"
@@ -539,7 +539,7 @@ def test_missing_sources_say_how_to_get_them(core_with_base: Path, plain_pte: Pa
 
 
 def test_runtime_option_values_and_messages() -> None:
-    options = sh.builder_module("options")
+    from executorch_espnn.firmware import options
     given = {"custom_executorch_runtime": "source"}
     assert options.runtime_choice(lambda _: None, True) == "wheel"  # the host board's default
     assert options.runtime_choice(lambda _: None, False) == "source"  # ESP boards: the only one

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -131,11 +130,9 @@ def test_broken_model_stops_the_build_with_one_line(core: Path, tmp_path: Path) 
 
 def test_4mb_model_data_assembles_in_about_a_second(tmp_path: Path) -> None:
     """The .incbin route: no giant initializer for the compiler to parse."""
-    sys.path.insert(0, str(h.ROOT / "builder"))
-    try:
-        from espnn_pio import render
-    finally:
-        sys.path.pop(0)
+    from devkit.model_files import model_info_from
+    from executorch_espnn.firmware import render
+
     out = tmp_path / "executorch"
     out.mkdir()
     data = bytes((i * 2654435761) & 0xFF for i in range(4 << 20))
@@ -150,7 +147,7 @@ def test_4mb_model_data_assembles_in_about_a_second(tmp_path: Path) -> None:
         | {"planned_bytes": 64, "pointer_bytes": 8},
         "versions": {"executorch": "1.5.1", "package": "0.1.0", "format_major": "2", "format_minor": "0"},
     }
-    render.write_all(info, out)
+    render.write_all(model_info_from(info), out)
     gen = out / "espnn_model"
     main = tmp_path / "main.c"
     main.write_text(
@@ -172,11 +169,9 @@ def test_4mb_model_data_assembles_in_about_a_second(tmp_path: Path) -> None:
 def test_esp_summary_says_when_pools_are_64_bit_upper_bounds() -> None:
     """The build's memory line for an ESP board states when its pool figures were measured with
     8-byte pointers (upper bounds for the 32-bit chip); the host board's line does not."""
-    sys.path.insert(0, str(h.ROOT / "builder"))
-    try:
-        from espnn_pio import report
-    finally:
-        sys.path.pop(0)
+    from devkit.model_files import model_info_from
+    from executorch_espnn.firmware import summary as report
+
     sizes = {"arena_bytes": 1024, "state_bytes": 800, "planned_bytes": 64, "weights_bytes": 0,
              "method_allocator_bytes": 368, "temp_allocator_bytes": 0}
     info = {"pte": {"size": 2048, "sha256": "0" * 64, "delegates": ["EspNNDelegateBackend"]},
@@ -184,21 +179,20 @@ def test_esp_summary_says_when_pools_are_64_bit_upper_bounds() -> None:
     budget = report.RamBudget(needed=2256, available=300_000, source="board", policy="auto")
     note = ("  (state, method and temp allocator measured with 8-byte pointers on this computer: upper "
             "bounds for the 32-bit chip)")
-    esp64 = report.summary_lines({**info, "sizes": {**sizes, "pointer_bytes": 8}}, budget)
+    esp64 = report.summary_lines(model_info_from({**info, "sizes": {**sizes, "pointer_bytes": 8}}), budget)
     assert note in esp64
-    assert note not in report.summary_lines({**info, "sizes": {**sizes, "pointer_bytes": 8}}, None)
-    esp32 = report.summary_lines({**info, "sizes": {**sizes, "pointer_bytes": 4}}, budget)
+    assert note not in report.summary_lines(model_info_from({**info, "sizes": {**sizes, "pointer_bytes": 8}}),
+                                            None)
+    esp32 = report.summary_lines(model_info_from({**info, "sizes": {**sizes, "pointer_bytes": 4}}), budget)
     assert not [ln for ln in esp32 if "pointers" in ln]
 
 
 def test_header_sized_for_32_bit_refuses_a_64_bit_build(tmp_path: Path) -> None:
     """model_pte.h says which pointer size its pools were measured with; one measured on a
     32-bit target stops a 64-bit build (its pools would be too small) and states it."""
-    sys.path.insert(0, str(h.ROOT / "builder"))
-    try:
-        from espnn_pio import render
-    finally:
-        sys.path.pop(0)
+    from devkit.model_files import model_info_from
+    from executorch_espnn.firmware import render
+
     out = tmp_path / "executorch"
     out.mkdir()
     (out / "model.pte").write_bytes(b"\0" * 64)
@@ -211,7 +205,7 @@ def test_header_sized_for_32_bit_refuses_a_64_bit_build(tmp_path: Path) -> None:
                   "method_allocator_bytes": 228, "temp_allocator_bytes": 0, "pointer_bytes": 4},
         "versions": {"executorch": "1.5.1", "package": "0.1.0", "format_major": "2", "format_minor": "0"},
     }
-    render.write_all(info, out)
+    render.write_all(model_info_from(info), out)
     header = (out / "espnn_model" / "model_pte.h").read_text()
     assert "measured with\n * 4-byte pointers, as a 32-bit chip uses them" in header
     main = tmp_path / "main.c"

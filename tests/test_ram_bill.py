@@ -245,11 +245,7 @@ def test_report_html_shows_the_bill() -> None:
 
 
 def test_build_summary_prints_the_bill() -> None:
-    sys.path.insert(0, str(ROOT / "builder"))
-    try:
-        from espnn_pio.report import ram_lines  # type: ignore[import-not-found]
-    finally:
-        sys.path.pop(0)
+    from executorch_espnn.firmware.summary import ram_lines
 
     ram = _report_with_bound().to_dict()["ram"]
     assert ram_lines(ram) == []  # not measured: the build prints nothing it does not know
@@ -262,19 +258,16 @@ def test_build_summary_prints_the_bill() -> None:
 
 @pytest.mark.slow
 def test_bill_equals_the_header_and_scratch_matches_the_lowering() -> None:
-    sys.path.insert(0, str(ROOT / "builder"))
-    try:
-        from espnn_pio.report import ram_needed  # type: ignore[import-not-found]
-    finally:
-        sys.path.pop(0)
     from devkit.lowered_zoo import lowered_zoo
+    from devkit.model_files import model_info_from
     from executorch_espnn import host
+    from executorch_espnn.firmware.summary import ram_needed
     from executorch_espnn.pte import delegate_payloads
 
     lm = lowered_zoo("ds_cnn_kws")
     sizes = host.measure(lm.pte).header_sizes()
     ram = with_measured(lm.report.to_dict()["ram"], sizes)
-    assert ram["total_bytes"] == sum(sizes.values()) == ram_needed({"sizes": sizes})
+    assert ram["total_bytes"] == sum(sizes.values()) == ram_needed(model_info_from({"sizes": sizes}))
     assert ram["bound"]["bytes"] <= ram["total_bytes"] and ram["arena_ratio"] >= 1.0
     # one delegate reads the float 1x1x49x10 input and writes the float 1x12 output
     assert ram["bound"]["io_bytes"] == 49 * 10 * 4 + 12 * 4

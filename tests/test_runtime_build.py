@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from builder.espnn_pio import runtime_build as rb
 from devkit import source_helpers as sh
 from executorch_espnn.errors import RuntimeSourcesError
+from executorch_espnn.firmware import kernels as kernel_step
 
-rb = sh.builder_module("runtime_build")
-kernel_step = sh.builder_module("kernel_step")
 COMPONENT = sh.ROOT / "espnn_component"
 
 

@@ -220,13 +220,7 @@ def test_several_programs_get_one_registration_of_their_union(
     """Several models in one firmware: ONE registration, the union of every program's CPU
     operators (each read independently from its flatbuffer), each kernel once; the kernel
     driver's count (the runtime's MAX_KERNEL_NUM) is the merged one."""
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "builder"))
-    try:
-        from espnn_pio import kernel_driver  # type: ignore[import-not-found]
-    finally:
-        sys.path.pop(0)
+    from executorch_espnn.firmware import kernel_driver
     from executorch_espnn.runtime_sources import default_list_file
 
     chosen = [ptes["float"], ptes["quant"], ptes["delegated"]]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +23,9 @@ from executorch_espnn.selftest import MAX_CASES, SelfTest
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPONENT = ROOT / "espnn_component"
-sys.path.insert(0, str(ROOT / "builder"))
-from espnn_pio import lower_driver  # type: ignore[import-not-found]  # noqa: E402
-from espnn_pio.options import OptionError, parse_env_options  # type: ignore[import-not-found]  # noqa: E402
-
-sys.path.remove(str(ROOT / "builder"))
+from executorch_espnn.firmware import __main__ as lower_driver  # noqa: E402
+from executorch_espnn.firmware.job import ArtifactJob  # noqa: E402
+from executorch_espnn.firmware.options import OptionError, parse_env_options  # noqa: E402
 
 
 class ConvExpConv(nn.Module):
@@ -200,8 +197,9 @@ def test_cli_and_model_step_name_their_own_option(tmp_path: Path, capsys: pytest
     assert rc == 1 and err[-1].startswith("error: --selftest many: not a number of samples; give a whole number")
 
     # the PlatformIO model step's driver: the same check, spelled as platformio.ini spells it
-    rc = lower_driver.main(["--model", str(model), "--kind", "py", "--out", str(tmp_path / "pio"),
-                            "--target", "esp32s3", "--selftest", "9"])
+    job = tmp_path / "job.json"
+    ArtifactJob(model=model, kind="py", out=tmp_path / "pio", target="esp32s3", selftest=9).write(job)
+    rc = lower_driver.main(["--job", str(job)])
     lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("Error: ")]
     assert rc == lower_driver.EXIT_FAILED
     assert lines == ["Error: custom_executorch_selftest = 9: the calibration data has only 2 sample(s); ask "

@@ -9,22 +9,18 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from devkit import pio_helpers as h
-
-sys.path.insert(0, str(h.ROOT / "builder"))
-from espnn_pio import model_step, render, report  # type: ignore[import-not-found]
-from espnn_pio.options import (  # type: ignore[import-not-found]
-    OptionError,
-    parse_env_models,
-)
-
-sys.path.remove(str(h.ROOT / "builder"))
+from devkit.model_files import model_info_from
+from executorch_espnn.firmware import render
+from executorch_espnn.firmware import step as model_step
+from executorch_espnn.firmware import summary as report
+from executorch_espnn.firmware.model_info import ModelInfo
+from executorch_espnn.firmware.options import OptionError, parse_env_models
 
 MODEL = "custom_executorch_model"
 MODEL_PY = "def model():\n    pass\n\ndef example_inputs():\n    pass\n"
@@ -104,12 +100,12 @@ def test_bad_model_lists_stop_with_one_line_naming_the_option_and_the_fix(
     assert "\n" not in str(err.value)
 
 
-def _info(arena: int, partitions: int = 1, n_in: int = 8, n_out: int = 4) -> dict:
+def _info(arena: int, partitions: int = 1, n_in: int = 8, n_out: int = 4) -> ModelInfo:
     def tensor(n: int) -> dict:
         return {"name": "x", "dtype": 5, "dtype_name": "float32", "dims": [1, n], "numel": n,
                 "nbytes": 4 * n, "scale": 0.0, "zero_point": 0}
 
-    return {
+    return model_info_from({
         "pte": {"size": 64, "sha256": "0" * 64, "method": "forward", "planned_bytes": 64,
                 "planned_buffers": [64], "delegates": ["EspNNDelegateBackend"], "inputs": [tensor(n_in)],
                 "outputs": [tensor(n_out)]},
@@ -118,7 +114,7 @@ def _info(arena: int, partitions: int = 1, n_in: int = 8, n_out: int = 4) -> dic
         "versions": {"executorch": "1.5.1", "package": "0.1.0", "format_major": "2", "format_minor": "0"},
         "ops": {"delegated": 3, "cpu": 0, "cpu_list": [], "partitions": partitions},
         "warnings": [],
-    }
+    })
 
 
 @pytest.mark.parametrize(("compiler", "std", "suffix"), [("gcc", "-std=c11", "c"), ("g++", "-std=c++17", "cpp")])

@@ -1,4 +1,4 @@
-"""The pinned source trees of an ESP build (builder/espnn_pio/sources.py), offline: archives of
+"""The pinned source trees of an ESP build (executorch_espnn/firmware/sources.py), offline: archives of
 tiny git repositories served as file:// or from a loopback HTTP server, and local trees.
 
 Checked: download + commit check + unpack, the cache hit (the served archive gone, nothing
@@ -20,10 +20,9 @@ from typing import Any, ClassVar
 
 import pytest
 
+from builder.espnn_pio import source_step
 from devkit import source_helpers as sh
-
-sources = sh.builder_module("sources")
-source_step = sh.builder_module("source_step")
+from executorch_espnn.firmware import sources
 
 FILES = {"include/widget.h": "#define WIDGET 1\n", "src/widget.c": "int widget;\n",
          "README": "a test tree\n"}
@@ -282,7 +281,7 @@ def test_esp_nn_tree_version(tmp_path: Path) -> None:
     with pytest.raises(sources.SourceError) as exc:
         _resolve_one(nn, None, {"ESPNN_ESP_NN_DIR": str(old)}, tmp_path)
     line = _one_line(exc)
-    table = sh.builder_module("esp_nn_sources")
+    from executorch_espnn.firmware import esp_nn_sources as table
     assert f"is ESP-NN 1.2.0, outside the range the engine is checked against ({table.declared_range()}" in line
     assert "set custom_executorch_espnn_dir = <a checkout of espressif/esp-nn at d45b843>" in line
 
@@ -349,7 +348,7 @@ def test_pins_follow_the_installed_wheel() -> None:
 def test_real_esp_nn_tree_is_accepted_or_refused_by_version(tmp_path: Path) -> None:
     _, _, nn = _real_pins()
     root = Path(os.environ["ESPNN_ESP_NN_DIR"])
-    table = sh.builder_module("esp_nn_sources")
+    from executorch_espnn.firmware import esp_nn_sources as table
     version = table.tree_version(root)
     if table.in_range(version, table.declared_range()):
         tree, _ = _resolve_one(nn, str(root), {}, tmp_path)

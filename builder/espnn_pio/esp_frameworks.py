@@ -25,8 +25,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import esp_nn_sources, source_step
-from .render import GENERATED_SUBDIR
+from executorch_espnn.firmware import esp_nn_sources
+from executorch_espnn.firmware.render import GENERATED_SUBDIR
+
+from . import source_step
 
 
 def arduino_src_filter(comp: Path) -> list[str]:

@@ -189,7 +189,7 @@ def run_menuconfig(setup: KconfigSetup) -> int:
 
 
 def add_menuconfig_target(env: Any, setup: KconfigSetup | None) -> None:
-    from SCons.Script import AlwaysBuild  # type: ignore[import-not-found]
+    from SCons.Script import AlwaysBuild
 
     def action(target: Any, source: Any, env: Any) -> int:
         if setup is None:

@@ -1,7 +1,7 @@
 """custom_executorch_storage = partition: the partition table and the `uploadmodel` target.
 
 The model step has written $BUILD_DIR/executorch/model.img and chosen the partition's size
-(model_info.json "storage").  ESP boards: this extends the board's partition table
+(model_info.json "storage", ModelInfo.storage).  ESP boards: this extends the board's partition table
 (board_build.partitions, or the framework's default, found where espressif32's framework
 scripts look) with a data partition for the model after the last one, 64 KiB aligned (a flash
 MMU page: EspnnModel maps it), writes the table to $BUILD_DIR/partitions_espnn.csv and hands it
@@ -20,6 +20,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from executorch_espnn.firmware.model_info import PartitionInfo
 
 TABLE_NAME = "partitions_espnn.csv"
 TABLE_OFFSET = 0x8000  # where ESP-IDF's bootloader reads the table (one sector)
@@ -109,16 +111,16 @@ def board_flash_size(env: Any) -> int:
                       "board upload.flash_size")
 
 
-def extend_table(base: Path, storage: dict[str, Any], flash_size: int) -> tuple[str, int]:
+def extend_table(base: Path, storage: PartitionInfo, flash_size: int) -> tuple[str, int]:
     """The table text with the model partition appended, and the partition's offset."""
     parts = read_table(base)
-    label = str(storage["label"])
+    label = storage.label
     if any(p.name == label for p in parts):
         raise PartitionError(f"the partition table {base} already has a partition named '{label}'; "
                              "remove it (the build adds the model partition itself)")
     end = max((p.offset + p.size for p in parts), default=FIRST_OFFSET)
     offset = (end + MMU_PAGE - 1) // MMU_PAGE * MMU_PAGE
-    size = int(storage["size"])
+    size = storage.size
     if offset + size > flash_size:
         raise PartitionError(
             f"custom_executorch_storage = partition: the model partition ({size // 1024} KiB at "
@@ -128,11 +130,11 @@ def extend_table(base: Path, storage: dict[str, Any], flash_size: int) -> tuple[
         )
     text = base.read_text(encoding="utf8").rstrip("\n")
     text += (f"\n# added by executorch-espnn (custom_executorch_storage = partition): the model image\n"
-             f"{label}, data, 0x{int(storage['subtype']):x}, 0x{offset:x}, 0x{size:x},\n")
+             f"{label}, data, 0x{storage.subtype:x}, 0x{offset:x}, 0x{size:x},\n")
     return text, offset
 
 
-def setup_esp(env: Any, storage: dict[str, Any], image: Path) -> None:
+def setup_esp(env: Any, storage: PartitionInfo, image: Path) -> None:
     """Write the table, hand it to espressif32, define `uploadmodel`."""
     base = find_base_table(env)
     text, offset = extend_table(base, storage, board_flash_size(env))
@@ -142,15 +144,15 @@ def setup_esp(env: Any, storage: dict[str, Any], image: Path) -> None:
     if not table.is_file() or table.read_text(encoding="utf8") != text:
         table.write_text(text, encoding="utf8")
     env.BoardConfig().update("build.partitions", str(table))
-    env["ESPNN_MODEL_PARTITION"] = {"table": str(table), "offset": offset, "size": int(storage["size"]),
-                                    "label": str(storage["label"]), "image": str(image)}
-    from SCons.Script import AlwaysBuild  # type: ignore[import-not-found]
+    env["ESPNN_MODEL_PARTITION"] = {"table": str(table), "offset": offset, "size": storage.size,
+                                    "label": storage.label, "image": str(image)}
+    from SCons.Script import AlwaysBuild
 
     actions = []
     if hasattr(env, "AutodetectUploadPort"):
         actions.append(env.VerboseAction(env.AutodetectUploadPort, "Looking for upload port..."))
     actions.append(env.VerboseAction(" ".join(esptool_command(env, offset, image)),
-                                     f"Uploading the model image to partition '{storage['label']}' "
+                                     f"Uploading the model image to partition '{storage.label}' "
                                      f"at 0x{offset:x}"))
     AlwaysBuild(env.Alias(UPLOAD_TARGET, [str(image)], actions))
 
@@ -173,11 +175,11 @@ def esptool_command(env: Any, offset: int, image: Path) -> list[str]:
     ]
 
 
-def setup_host(env: Any, storage: dict[str, Any], image: Path) -> None:
+def setup_host(env: Any, storage: PartitionInfo, image: Path) -> None:
     """The host board: `uploadmodel` copies the image to the file the program maps."""
-    from SCons.Script import AlwaysBuild  # type: ignore[import-not-found]
+    from SCons.Script import AlwaysBuild
 
-    dest = Path(str(storage["host_image_path"]))
+    dest = Path(storage.host_image_path)
 
     def upload(target: Any, source: Any, env: Any) -> int:  # SCons passes these by name
         tmp = dest.with_suffix(".tmp")
@@ -187,4 +189,4 @@ def setup_host(env: Any, storage: dict[str, Any], image: Path) -> None:
         return 0
 
     AlwaysBuild(env.Alias(UPLOAD_TARGET, [str(image)], env.VerboseAction(
-        upload, f"Uploading the model image to partition '{storage['label']}' ({dest})")))
+        upload, f"Uploading the model image to partition '{storage.label}' ({dest})")))

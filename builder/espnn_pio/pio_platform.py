@@ -64,7 +64,8 @@ def _find_base_dir(manifest: dict[str, Any]) -> str | None:
 
 def _load_base_class(base_dir: str | None) -> type[PlatformBase]:
     if base_dir is None or not os.path.isfile(os.path.join(base_dir, "platform.py")):
-        return PlatformBase
+        base: type[PlatformBase] = PlatformBase
+        return base
     module = PlatformFactory.load_platform_module(
         "espressif32", os.path.join(base_dir, "platform.py")
     )
@@ -174,7 +175,7 @@ class ExecutorchespnnPlatform(_Base):  # type: ignore[misc,valid-type]
         if not self.project_env:
             return False
         board = self.config.get(f"env:{self.project_env}", "board", None)
-        return board == HOST_BOARD
+        return bool(board == HOST_BOARD)
 
     # -- packages -------------------------------------------------------------------------
 

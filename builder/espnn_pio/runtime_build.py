@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .kernel_step import Kernels
+from executorch_espnn.firmware.kernels import Kernels
 
 LIST_FILE = ("cmake", "executorch_runtime.cmake")  # inside espnn_component
 REGISTER_SYMBOL = "executorch_espnn_register_kernels"

@@ -11,18 +11,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import (
-    checkout,
-    kconfig_glue,
-    kernel_step,
-    model_step,
-    options,
-    partition_step,
-    report,
-    runtime_build,
-    source_step,
-    sources,
-)
+from executorch_espnn.firmware import kernels as kernel_step
+from executorch_espnn.firmware import options, sources
+from executorch_espnn.firmware import step as model_step
+from executorch_espnn.firmware import summary as report
+from executorch_espnn.firmware.model_info import ModelInfo
+
+from . import kconfig_glue, partition_step, runtime_build, source_step
 
 # Targets that never need the model (they only inspect or configure the project).
 _NO_MODEL_TARGETS = {"menuconfig", "envdump", "idedata", "__idedata", "sizedata"}
@@ -38,7 +33,7 @@ def _frameworks(env: Any) -> list[str]:
 
 
 def _command_line_targets() -> list[str]:
-    from SCons.Script import COMMAND_LINE_TARGETS  # type: ignore[import-not-found]
+    from SCons.Script import COMMAND_LINE_TARGETS
 
     return [str(t) for t in COMMAND_LINE_TARGETS]
 
@@ -84,31 +79,30 @@ def read_storage(env: Any, models: list[options.ModelOptions]) -> options.Storag
     return options.storage_choice(get, max((m.selftest for m in models), default=0), len(models))
 
 
-def _setup_partition(env: Any, info: dict[str, Any], image: Path, is_host: bool) -> bool:
+def _setup_partition(env: Any, info: ModelInfo, image: Path, is_host: bool) -> bool:
     """custom_executorch_storage = partition: the table (ESP) and `uploadmodel`."""
-    storage = info.get("storage")
-    if not isinstance(storage, dict):
+    storage = info.storage
+    if storage is None:
         _fail(env, "model_info.json has no storage section; delete the build folder and build again")
         return False
     try:
         if is_host:
             partition_step.setup_host(env, storage, image)
-            where = str(storage["host_image_path"])
+            where = storage.host_image_path
         else:
             partition_step.setup_esp(env, storage, image)
             where = f"0x{env['ESPNN_MODEL_PARTITION']['offset']:x}"
     except partition_step.PartitionError as exc:
         _fail(env, str(exc))
         return False
-    print(f"ExecuTorch model: in partition '{storage['label']}' ({storage['size'] // 1024} KiB at {where}, "
-          f"image {storage['image_bytes']} bytes); write it with `pio run -t uploadmodel`")
+    print(f"ExecuTorch model: in partition '{storage.label}' ({storage.size // 1024} KiB at {where}, "
+          f"image {storage.image_bytes} bytes); write it with `pio run -t uploadmodel`")
     return True
 
 
 def setup(env: Any) -> None:
     platform = env.PioPlatform()
     platform_dir = Path(platform.get_dir())
-    checkout.use_checkout_package(platform_dir)  # a checkout: its executorch_espnn, not another
     try:
         models = read_models(env)
         shared = options.shared_arena(_option_getter(env))
@@ -152,7 +146,7 @@ def setup(env: Any) -> None:
         return
 
     step_out = Path(env.subst("$BUILD_DIR")) / model_step.OUT_SUBDIR
-    built: list[tuple[options.ModelOptions, model_step.StepPaths, dict[str, Any], bool]] = []
+    built: list[tuple[options.ModelOptions, model_step.StepPaths, ModelInfo, bool]] = []
     for opts in models:  # each model its own lowering, cache and generated files
         paths = model_step.paths_for(step_out, opts)
         try:
@@ -227,7 +221,7 @@ MODELS_GEN = "espnn_models"
 
 def _write_models_header(
     step_out: Path,
-    built: list[tuple[options.ModelOptions, model_step.StepPaths, dict[str, Any], bool]],
+    built: list[tuple[options.ModelOptions, model_step.StepPaths, ModelInfo, bool]],
     shared: bool,
 ) -> Path:
     """espnn_models.h (every model's header, ESPNN_SHARED_ARENA_BYTES) and its ESP-IDF
@@ -236,10 +230,10 @@ def _write_models_header(
 
     infos = [info for _, _, info, _ in built]
     ctx = {
-        "models": [{"name": o.name, "arena_bytes": int(i["sizes"]["arena_bytes"])} for o, _, i, _ in built],
+        "models": [{"name": o.name, "arena_bytes": i.sizes.arena_bytes} for o, _, i, _ in built],
         "shared": shared,
         "shared_bytes": report.shared_arena_bytes(infos),
-        "arenas_sum": sum(int(i["sizes"]["arena_bytes"]) for i in infos),
+        "arenas_sum": sum(i.sizes.arena_bytes for i in infos),
     }
     folder = step_out / MODELS_GEN
     folder.mkdir(parents=True, exist_ok=True)
@@ -249,7 +243,7 @@ def _write_models_header(
     return folder
 
 
-def _ram_budget(env: Any, platform: Any, infos: list[dict[str, Any]], kconf: Any,
+def _ram_budget(env: Any, platform: Any, infos: list[ModelInfo], kconf: Any,
                 shared: bool = False) -> report.RamBudget | None:
     if platform.is_host_env():
         return None

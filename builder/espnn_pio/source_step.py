@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import options, sources
+from executorch_espnn.firmware import options, sources
 
 ENV_KEYS = ("ESPNN_ET_SOURCE_DIR", "ESPNN_ET_INCLUDE_ROOT", "ESPNN_FLATBUFFERS_DIR",
             "ESPNN_FLATBUFFERS_INCLUDE_DIR", "ESPNN_ESPNN_DIR")

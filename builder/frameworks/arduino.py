@@ -4,9 +4,11 @@ plus the executorch-espnn component compiled as a library with the Kconfig-resol
 ESP-NN compiled from its pinned tree for the board's chip."""
 
 import os
+from typing import Any
 
-from SCons.Script import Import  # type: ignore[import-not-found]
+from SCons.Script import Import
 
+env: Any  # SCons defines it: Import("env")
 Import("env")
 
 platform = env.PioPlatform()

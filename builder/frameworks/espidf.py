@@ -4,9 +4,11 @@ ESP boards, espressif32's ESP-IDF build with espnn_component added as an ESP-IDF
 (so its Kconfig shows in `pio run -t menuconfig`) and the generated model as a second one."""
 
 import os
+from typing import Any
 
-from SCons.Script import Import  # type: ignore[import-not-found]
+from SCons.Script import Import
 
+env: Any  # SCons defines it: Import("env")
 Import("env")
 
 platform = env.PioPlatform()

@@ -2,8 +2,11 @@
 """The host board: the system compiler, the Arduino/ESP-IDF compatibility layer and the
 ExecuTorch runtime from the executorch wheel, so the same sketch runs on this computer."""
 
-from SCons.Script import Import  # type: ignore[import-not-found]
+from typing import Any
 
+from SCons.Script import Import
+
+env: Any  # SCons defines it: Import("env")
 Import("env")
 
 from espnn_pio import host_build  # noqa: E402

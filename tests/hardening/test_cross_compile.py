@@ -250,10 +250,8 @@ def test_a_missing_cross_compiler_names_the_debian_packages() -> None:
 def test_partition_header_compiles_warning_free(name: str, tmp_path: Path) -> None:
     """model_pte.h of custom_executorch_storage = partition (no bytes: the descriptor names the
     partition), included as a sketch does, as C on every target and C++ where there is one."""
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "builder"))
-    from espnn_pio import render
+    from devkit.model_files import model_info_from
+    from executorch_espnn.firmware import render
 
     tensor = {"name": "x", "dtype": 1, "dtype_name": "float32", "dims": [1, 4], "numel": 4, "nbytes": 16}
     out_t = {**tensor, "name": "output0", "dims": [1, 3], "numel": 3, "nbytes": 12}
@@ -263,7 +261,7 @@ def test_partition_header_compiles_warning_free(name: str, tmp_path: Path) -> No
             "target": "esp32s3",
             "storage": {"label": "espnn_model", "size": 65536, "signature": "in x:float32[1,4]",
                         "signature_sha256": "0" * 64, "host_image_path": "/tmp/p.bin"}}
-    render.write_all(info, tmp_path)
+    render.write_all(model_info_from(info), tmp_path)
     gen = tmp_path / render.GENERATED_SUBDIR
     assert not (gen / "model_pte_data.S").exists()
     app_c = tmp_path / "app.c"

@@ -154,7 +154,7 @@ def pins(executorch_version: str, executorch_commit: str) -> tuple[SourcePin, So
             f"no flatbuffers pin is recorded for ExecuTorch {executorch_version} (known: "
             f"{', '.join(sorted(FLATBUFFERS_FOR_EXECUTORCH))}); install executorch==1.5.1, or add "
             "ExecuTorch's third-party/flatbuffers commit to FLATBUFFERS_FOR_EXECUTORCH in "
-            "builder/espnn_pio/sources.py"
+            "executorch_espnn/firmware/sources.py"
         )
     fb_commit, fb_version = FLATBUFFERS_FOR_EXECUTORCH[line]
     executorch = SourcePin(
@@ -268,8 +268,8 @@ def _download(pin: SourcePin, url: str, dest: Path, log: Log) -> Path:
             raise SourceError(f"{pin.title}: no archive at {url}; check {URL_BASE_ENV} / "
                               f"{SOURCES_URL_BASE}, or {fetch_hint}")
         return local
-    from platformio import app  # type: ignore[import-untyped]
-    from platformio.package.download import FileDownloader  # type: ignore[import-untyped]
+    from platformio import app
+    from platformio.package.download import FileDownloader
 
     log(f"executorch-espnn: downloading {pin.title} ({pin.owner}/{pin.repo} at {pin.short}, "
         f"once per machine) from {url}")
@@ -302,8 +302,8 @@ _CORRUPT = (tarfile.TarError, EOFError, zlib.error, OSError)
 def _unpack(pin: SourcePin, archive: Path, url: str, dest: Path) -> None:
     """Verify `archive` is `pin`'s commit, unpack it with PlatformIO's FileUnpacker and move
     its single top folder (GitHub: <repo>-<commit>) to `dest`."""
-    from platformio.package.exception import PackageException  # type: ignore[import-untyped]
-    from platformio.package.unpack import FileUnpacker  # type: ignore[import-untyped]
+    from platformio.package.exception import PackageException
+    from platformio.package.unpack import FileUnpacker
 
     local = _local_path(url) is not None
     where = url if local else f"downloaded from {url}"
@@ -344,7 +344,7 @@ def _unpack(pin: SourcePin, archive: Path, url: str, dest: Path) -> None:
 def acquire(pin: SourcePin, cache_dir: Path, url_base: str = GITHUB,
             log: Log = print) -> SourceTree:
     """The pinned tree from the cache, or downloaded, verified and unpacked into it."""
-    from platformio.package.lockfile import LockFile  # type: ignore[import-untyped]
+    from platformio.package.lockfile import LockFile
 
     root = cache_dir / CACHE_SUBDIR
     # <repo>-<commit>/<repo>/: the tree keeps its repository's name, so for ExecuTorch the

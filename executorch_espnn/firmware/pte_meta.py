@@ -1,6 +1,6 @@
 """What the generated header says about a .pte: inputs/outputs, planned bytes, delegates.
 
-Runs inside the model step's subprocess; the SCons process never does.  The program is read
+Runs inside the model-artifact step's child process; the SCons process never does.  The program is read
 by executorch_espnn.pte (ExecuTorch's own deserializer), delegate figures come from the
 lowering report, so the header never guesses; this module only maps that description to the
 header's fields (the payload format's dtype codes, C names, boundary quantization).
@@ -9,43 +9,10 @@ header's fields (the payload format's dtype codes, C names, boundary quantizatio
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass, field
-from typing import Any
 
-from executorch_espnn.payload.format import DType
-from executorch_espnn.pte import ProgramInfo, TensorDecl, read_program
-
-
-@dataclass
-class TensorMeta:
-    name: str
-    dtype: int  # ESPNN_DTYPE_*
-    dtype_name: str
-    dims: list[int]
-    numel: int
-    nbytes: int
-    scale: float = 0.0
-    zero_point: int = 0
-    # ExecuTorch's contiguous default dim order: "NCHW" for rank 4, "contiguous" otherwise
-    layout: str = ""
-    # how the delegate reaches it (the report's TensorSpec.access: "in place", "transposed copy",
-    # ...); "" when the report does not say
-    access: str = ""
-
-
-@dataclass
-class PteMeta:
-    size: int
-    sha256: str
-    method: str
-    planned_bytes: int
-    planned_buffers: list[int]
-    delegates: list[str]
-    inputs: list[TensorMeta] = field(default_factory=list)
-    outputs: list[TensorMeta] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+from ..payload.format import DType
+from ..pte import ProgramInfo, TensorDecl, read_program
+from .model_info import PteMeta, TensorMeta
 
 
 def _tensor_meta(decl: TensorDecl | None, idx: int, name: str, quant: dict[int, tuple[float, int]]) -> TensorMeta:

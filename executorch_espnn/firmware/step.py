@@ -1,4 +1,5 @@
-"""The model step: lower the model named in platformio.ini when, and only when, it changed.
+"""The model step: run the model-artifact step (artifact.build_artifacts, in a child process) for
+the model named in platformio.ini when, and only when, it changed.
 
 Runs while SCons reads the build scripts, before anything compiles, because espressif32's
 ESP-IDF builder reads the CMake code model (which must already contain the generated model
@@ -8,7 +9,9 @@ relower is a content-hash key over: the model file and the data files next to it
 data, the options, the installed executorch-espnn / ExecuTorch / torch / torchao versions (plus
 the package's source when it runs from a checkout) and this step's own driver and templates.
 The key is stored in $BUILD_DIR/executorch/stamp.json next to the outputs; nothing is written
-outside that folder.
+outside that folder but the job file, a temporary file for the child's lifetime.
+
+Standard library only at the top: the builder (SCons) and scripts/espnn_idf_model.py import it.
 """
 
 from __future__ import annotations
@@ -20,18 +23,32 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import checkout, render
-from .options import MODEL, ModelOptions, StorageOptions
+from .. import resources
+from . import render
+from .job import ArtifactJob
+from .model_info import ModelInfo, ModelInfoError
+from .options import ModelOptions, StorageOptions
 
 HERE = Path(__file__).resolve().parent
-DRIVER = HERE / "lower_driver.py"
-# what the lowering subprocess runs: a change to these relowers (the rest of the builder does not)
-STEP_FILES = (DRIVER, HERE / "pte_meta.py", HERE / "render.py", HERE / "checkout.py")
+PACKAGE = "executorch_espnn"
+DRIVER_MODULE = "executorch_espnn.firmware"  # its __main__: `--job job.json`
+
+
+def runner() -> Path:
+    """builder/espnn_pio/checkout.py: runs a module of a platform checkout's package (or of the
+    installed one), as the builder's other child processes do."""
+    return resources.path("builder", "espnn_pio", "checkout.py")
+
+
+# what the child process runs: a change to these relowers (the rest of the builder does not)
+STEP_FILES = tuple(HERE / f for f in ("__main__.py", "artifact.py", "job.py", "model_info.py",
+                                      "options.py", "pte_meta.py", "render.py"))
 OUT_SUBDIR = "executorch"
 
 
@@ -123,8 +140,10 @@ def _module_version(module: str) -> str:
 
 
 def checkout_package_dir(platform_dir: Path) -> Path | None:
-    """executorch_espnn inside the platform folder (a repository checkout), if any."""
-    return checkout.package_dir(platform_dir)
+    """executorch_espnn inside the platform folder (a repository checkout), if any (as
+    builder/espnn_pio/checkout.py finds it)."""
+    pkg = platform_dir / PACKAGE
+    return pkg if (pkg / "__init__.py").is_file() else None
 
 
 def model_data_files(model: Path) -> list[Path]:
@@ -150,9 +169,7 @@ def cache_key(opts: ModelOptions, platform_dir: Path) -> dict[str, Any]:
         if pkg_dir is not None
         else {"version": _module_version("executorch_espnn")}
     )
-    from executorch_espnn.rendering import templates_dir  # after setup() chose the package
-
-    templates = templates_dir()
+    templates = resources.templates_dir()
     key: dict[str, Any] = {
         "model": _sha256_file(opts.model),
         "calibration": _sha256_file(opts.calibration) if opts.calibration else None,
@@ -164,7 +181,7 @@ def cache_key(opts: ModelOptions, platform_dir: Path) -> dict[str, Any]:
             "torch": _module_version("torch"),
             "torchao": _module_version("torchao"),
         },
-        "step": {f.name: _sha256_file(f) for f in STEP_FILES},
+        "step": {f.name: _sha256_file(f) for f in (*STEP_FILES, runner())},
         "templates": {
             **{n: _sha256_file(templates / t) for n, t in render.OUTPUTS.items()},
             **{t: _sha256_file(templates / t) for t in render.INCLUDES},
@@ -201,31 +218,17 @@ def run(opts: ModelOptions, paths: StepPaths, python: str, platform_dir: Path,
         return False
     paths.out.mkdir(parents=True, exist_ok=True)
     paths.stamp.unlink(missing_ok=True)
-    cmd = [
-        python,
-        str(DRIVER),
-        "--model", str(opts.model),
-        "--kind", opts.kind,
-        "--out", str(paths.out),
-        "--target", opts.target,
-        "--model-option", MODEL,
-    ]
-    if opts.name:
-        cmd += ["--name", opts.name]
-    if checkout_package_dir(platform_dir) is not None:
-        cmd += ["--package-root", str(platform_dir)]  # a checkout: lower with this very package
-    if opts.strict:
-        cmd.append("--strict")
-    if opts.calibration:
-        cmd += ["--calibration", str(opts.calibration)]
-    if opts.validation:
-        cmd += ["--validation", str(opts.validation)]
-    if opts.selftest:
-        cmd += ["--selftest", str(opts.selftest)]
-    if storage is not None and storage.is_partition:
-        cmd += ["--storage", "partition", "--partition-size", str(storage.partition_size)]
-    if opts.io != "float":
-        cmd += ["--io", opts.io]
+    job = ArtifactJob.from_options(opts, paths.out, storage)
+    with tempfile.TemporaryDirectory(prefix="espnn-job-") as tmp:
+        job_file = Path(tmp) / "job.json"
+        job.write(job_file)
+        _run_child([python, str(runner()), str(platform_dir), DRIVER_MODULE, "--job", str(job_file)])
+    paths.stamp.write_text(json.dumps(key, sort_keys=True), encoding="utf8")
+    return True
+
+
+def _run_child(cmd: list[str]) -> None:
+    """Run the child, showing its progress as it happens; StepError with its last Error: line."""
     last_error = ""
     proc = subprocess.Popen(
         cmd,
@@ -247,8 +250,6 @@ def run(opts: ModelOptions, paths: StepPaths, python: str, platform_dir: Path,
     rc = proc.wait()
     if rc != 0:
         raise StepError(last_error or f"the model step failed (exit code {rc}); run `pio run -v` for details")
-    paths.stamp.write_text(json.dumps(key, sort_keys=True), encoding="utf8")
-    return True
 
 
 # Known harmless noise from importing torchao/torch in the child (see PREAMBLE).
@@ -263,6 +264,8 @@ def _is_noise(line: str) -> bool:
     return any(p.search(line) for p in _NOISE)
 
 
-def load_info(paths: StepPaths) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(paths.info.read_text(encoding="utf8"))
-    return data
+def load_info(paths: StepPaths) -> ModelInfo:
+    try:
+        return ModelInfo.read(paths.info)
+    except ModelInfoError as exc:
+        raise StepError(f"{paths.info}: {exc}") from exc

@@ -1,6 +1,6 @@
 """The kernel step: after the model step, for builds that compile ExecuTorch's runtime from its
 sources (ESP boards, and the host board with `custom_executorch_runtime = source`), the model's
-CPU kernels and their selective registration (kernel_driver.py, run as a subprocess) in
+CPU kernels and their selective registration (kernel_driver.py, run as a child process) in
 $BUILD_DIR/executorch/kernels/.
 
 It runs while SCons reads the build scripts, like the model step: espressif32's ESP-IDF builder
@@ -8,6 +8,8 @@ runs CMake at that point, and the generated `executorch` component lists the reg
 reruns only when its content key changes: the .pte, the runtime source list, the driver, its
 template, the codegen templates, the package's selective/runtime_sources modules and the
 ExecuTorch version; a no-op build reads kernels.json and nothing else.
+
+Standard library only at the top: the builder (SCons) and scripts/espnn_idf_model.py import it.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import checkout, kernel_driver, model_step
+from .. import resources
+from . import step as model_step
+from .kernel_driver import CMAKE_NAME, CMAKE_TEMPLATE, JSON_NAME
 
 SUBDIR = "kernels"  # under $BUILD_DIR/executorch/
 STAMP = "stamp.json"
@@ -45,16 +49,20 @@ class Kernels:
 
     @property
     def cmake(self) -> Path:
-        return self.dir / kernel_driver.CMAKE_NAME
+        return self.dir / CMAKE_NAME
+
+
+DRIVER = Path(__file__).resolve().with_name("kernel_driver.py")
+DRIVER_MODULE = "executorch_espnn.firmware.kernel_driver"
 
 
 def _package_dir(platform_dir: Path) -> Path | None:
-    pkg = checkout.package_dir(platform_dir)
+    pkg = model_step.checkout_package_dir(platform_dir)
     if pkg is not None:
         return pkg
     import importlib.util
 
-    spec = importlib.util.find_spec(checkout.PACKAGE)
+    spec = importlib.util.find_spec(model_step.PACKAGE)
     return Path(spec.origin).parent if spec is not None and spec.origin else None
 
 
@@ -62,16 +70,14 @@ def cache_key(pte: Path | list[Path], list_file: Path, platform_dir: Path) -> di
     sha = model_step._sha256_file
     ptes = pte if isinstance(pte, list) else [pte]
     pkg = _package_dir(platform_dir)
-    from executorch_espnn.rendering import templates_dir  # after setup() chose the package
-
-    templates = templates_dir()
+    templates = resources.templates_dir()
     codegen = templates / "executorch_codegen"
     return {
         # one model keeps its key's form; several: each .pte, in the options' order
         **({"pte": sha(ptes[0])} if len(ptes) == 1 else {"ptes": [sha(p) for p in ptes]}),
         "list": sha(list_file),
-        "driver": sha(Path(kernel_driver.__file__)),
-        "template": sha(templates / kernel_driver.CMAKE_TEMPLATE),
+        "driver": sha(DRIVER),
+        "template": sha(templates / CMAKE_TEMPLATE),
         "codegen": {str(p.relative_to(codegen)): sha(p)
                     for p in sorted(codegen.rglob("*")) if p.is_file()},
         "package": {m: sha(pkg / m) if pkg is not None and (pkg / m).is_file() else None
@@ -81,7 +87,7 @@ def cache_key(pte: Path | list[Path], list_file: Path, platform_dir: Path) -> di
 
 
 def _load(out: Path) -> Kernels:
-    data = json.loads((out / kernel_driver.JSON_NAME).read_text(encoding="utf8"))
+    data = json.loads((out / JSON_NAME).read_text(encoding="utf8"))
     return Kernels(out, tuple(data["operators"]), int(data["registered_kernels"]),
                    tuple(data["kernel_sources"]))
 
@@ -102,10 +108,8 @@ def run(model_out: Path, list_file: Path, python: str, platform_dir: Path,
         pass
     out.mkdir(parents=True, exist_ok=True)
     stamp.unlink(missing_ok=True)
-    cmd = [python, str(Path(kernel_driver.__file__)), *(a for p in ptes for a in ("--pte", str(p))),
-           "--list", str(list_file), "--out", str(out)]
-    if checkout.package_dir(platform_dir) is not None:
-        cmd += ["--package-root", str(platform_dir)]
+    cmd = [python, str(model_step.runner()), str(platform_dir), DRIVER_MODULE,
+           *(a for p in ptes for a in ("--pte", str(p))), "--list", str(list_file), "--out", str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
                           env=model_step.subprocess_env(), check=False)
     errors = [ln[len("Error: "):] for ln in proc.stderr.splitlines() if ln.startswith("Error: ")]

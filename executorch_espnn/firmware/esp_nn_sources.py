@@ -146,7 +146,7 @@ def tree_version(root: Path) -> str | None:
 
 
 def in_range(version: str, spec: str) -> bool:
-    import semantic_version  # type: ignore[import-untyped]  # PlatformIO's; the IDF component manager's too
+    import semantic_version  # PlatformIO's; the IDF component manager's too
 
     base = re.sub(r"~\d+$", "", version.strip())  # "1.2.0~1": the registry's revision 1 of 1.2.0
     try:

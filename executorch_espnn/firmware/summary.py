@@ -1,9 +1,14 @@
-"""The short report the build prints, and the check that the model fits the board's RAM."""
+"""The short report the build prints, and the check that the model fits the board's RAM.
+
+Standard library only: the builder (SCons) and scripts/espnn_idf_model.py print it.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from .model_info import ModelInfo
 
 
 @dataclass(frozen=True)
@@ -20,54 +25,47 @@ class RamBudget:
         return self.available == 0 or self.needed <= self.available
 
 
-def ram_needed(info: dict[str, Any]) -> int:
-    s = info["sizes"]
-    return int(
-        s["arena_bytes"]
-        + s["state_bytes"]
-        + s["planned_bytes"]
-        + s["method_allocator_bytes"]
-        + s["temp_allocator_bytes"]
-    )
+def ram_needed(info: ModelInfo) -> int:
+    return info.ram_needed
 
 
 def _kib(n: int) -> str:
     return f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n} B"
 
 
-def summary_lines(info: dict[str, Any], budget: RamBudget | None) -> list[str]:
-    s = info["sizes"]
-    ops = info["ops"]
-    pte = info["pte"]
+def summary_lines(info: ModelInfo, budget: RamBudget | None) -> list[str]:
+    s = info.sizes
+    ops = info.ops
+    pte = info.pte
     lines = [
-        f"ExecuTorch model: {_kib(pte['size'])} .pte (sha256 {pte['sha256'][:12]}), "
-        f"delegates: {', '.join(pte['delegates']) or 'none'}",
-        f"  operators: {ops['delegated']} on ESP-NN, {ops['cpu']} on the CPU"
-        + (f" ({ops['partitions']} partitions)" if ops.get("partitions") else ""),
+        f"ExecuTorch model: {_kib(pte.size)} .pte (sha256 {pte.sha256[:12]}), "
+        f"delegates: {', '.join(pte.delegates) or 'none'}",
+        f"  operators: {ops.delegated} on ESP-NN, {ops.cpu} on the CPU"
+        + (f" ({ops.partitions} partitions)" if ops.partitions else ""),
     ]
-    for op in ops.get("cpu_list", [])[:8]:
-        lines.append(f"    cpu: {op['op']}" + (f" -- {op['reason']}" if op["reason"] else ""))
-    if len(ops.get("cpu_list", [])) > 8:
-        lines.append(f"    ... and {len(ops['cpu_list']) - 8} more (see report.txt)")
+    for op in ops.cpu_list[:8]:
+        lines.append(f"    cpu: {op.op}" + (f" -- {op.reason}" if op.reason else ""))
+    if len(ops.cpu_list) > 8:
+        lines.append(f"    ... and {len(ops.cpu_list) - 8} more (see report.txt)")
     lines.append(
-        f"  memory: arena {_kib(s['arena_bytes'])}, planned {_kib(s['planned_bytes'])}, "
-        f"state {_kib(s['state_bytes'])}, method allocator {_kib(s['method_allocator_bytes'])}, "
-        f"temp {_kib(s['temp_allocator_bytes'])}, "
-        f"weights {_kib(s['weights_bytes'])} (in flash, used in place)"
+        f"  memory: arena {_kib(s.arena_bytes)}, planned {_kib(s.planned_bytes)}, "
+        f"state {_kib(s.state_bytes)}, method allocator {_kib(s.method_allocator_bytes)}, "
+        f"temp {_kib(s.temp_allocator_bytes)}, "
+        f"weights {_kib(s.weights_bytes)} (in flash, used in place)"
     )
-    if budget is not None and int(s.get("pointer_bytes", 4)) > 4:
+    if budget is not None and s.pointer_bytes > 4:
         lines.append(
-            f"  (state, method and temp allocator measured with {s['pointer_bytes']}-byte pointers on "
+            f"  (state, method and temp allocator measured with {s.pointer_bytes}-byte pointers on "
             "this computer: upper bounds for the 32-bit chip)"
         )
-    lines += ram_lines(info.get("ram"))
-    for line in info.get("accuracy", []):  # with custom_executorch_validation (report.txt has the tables)
+    lines += ram_lines(info.ram)
+    for line in info.accuracy:  # with custom_executorch_validation (report.txt has the tables)
         lines.append(f"  {line}")
-    st = info.get("selftest") or {}
-    if st.get("cases"):
+    st = info.selftest
+    if st.cases:
         lines.append(
-            f"  self-test: {st['cases']} samples from the {st['source']} data with their expected "
-            f"outputs, {_kib(int(st['bytes']))} in flash (EspnnModel::self_test())"
+            f"  self-test: {st.cases} samples from the {st.source} data with their expected "
+            f"outputs, {_kib(st.bytes)} in flash (EspnnModel::self_test())"
         )
     if budget is None:
         lines.append(f"  RAM: {_kib(ram_needed(info))} needed (host board: no internal RAM limit)")
@@ -82,7 +80,7 @@ def summary_lines(info: dict[str, Any], budget: RamBudget | None) -> list[str]:
             f"  RAM: {_kib(budget.needed)} needed ({budget.source} does not say how much "
             "internal RAM the board has)"
         )
-    for w in info.get("warnings", [])[:4]:
+    for w in info.warnings[:4]:
         lines.append(f"  warning: {w}")
     return lines
 
@@ -128,29 +126,29 @@ def fit_problem(budget: RamBudget) -> tuple[str, bool] | None:
 ARENA_ALIGN = 16  # ESPNN_ARENA_ALIGN: each delegate's arena starts aligned in a shared arena
 
 
-def shared_arena_need(info: dict[str, Any]) -> int:
+def shared_arena_need(info: ModelInfo) -> int:
     """Bytes of a shared arena that hold one model's delegate arenas: their sum, plus the
     alignment padding between consecutive delegates (EspnnModel carves them in order)."""
-    arena = int(info["sizes"]["arena_bytes"])
-    gaps = max(0, int(info["ops"].get("partitions") or 0) - 1)
+    arena = info.sizes.arena_bytes
+    gaps = max(0, info.ops.partitions - 1)
     return arena + (ARENA_ALIGN - 1) * gaps if arena else 0
 
 
-def shared_arena_bytes(infos: list[dict[str, Any]]) -> int:
+def shared_arena_bytes(infos: list[ModelInfo]) -> int:
     """ESPNN_SHARED_ARENA_BYTES: the largest model's need (models never run at once)."""
     return max((shared_arena_need(i) for i in infos), default=0)
 
 
-def models_ram_needed(infos: list[dict[str, Any]], shared: bool) -> int:
+def models_ram_needed(infos: list[ModelInfo], shared: bool) -> int:
     """RAM of every model together, the shared arena counted once."""
     total = sum(ram_needed(i) for i in infos)
     if shared:
-        total += shared_arena_bytes(infos) - sum(int(i["sizes"]["arena_bytes"]) for i in infos)
+        total += shared_arena_bytes(infos) - sum(i.sizes.arena_bytes for i in infos)
     return total
 
 
 def models_summary_lines(
-    models: list[tuple[str, dict[str, Any], bool]], budget: RamBudget | None, shared: bool
+    models: list[tuple[str, ModelInfo, bool]], budget: RamBudget | None, shared: bool
 ) -> list[str]:
     """The summary of several models: each model's own section (summary_lines, for the models
     lowered in this build; `models`: (name, info, ran)), then the firmware's total."""
@@ -167,7 +165,7 @@ def models_summary_lines(
     total = models_ram_needed(infos, shared)
     lines.append(f"ExecuTorch models: {len(models)} ({', '.join(n for n, _, _ in models)}), "
                  f"{_kib(total)} of RAM together")
-    arenas = sum(int(i["sizes"]["arena_bytes"]) for i in infos)
+    arenas = sum(i.sizes.arena_bytes for i in infos)
     if shared:
         one = shared_arena_bytes(infos)
         lines.append(f"  shared arena {one} B instead of {arenas} B, saves {arenas - one} B "

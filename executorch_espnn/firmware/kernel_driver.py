@@ -1,9 +1,10 @@
 """The kernel step's subprocess: the CPU kernels a firmware with ExecuTorch's runtime from sources
 needs for one model.
 
-Run by the builder (kernel_step) as `$PYTHONEXE kernel_driver.py --pte model.pte [--pte ...] --list
-<espnn_component>/cmake/executorch_runtime.cmake --out $BUILD_DIR/executorch/kernels`, so that
-ExecuTorch's codegen runs in a child process.  Writes only into --out:
+Run by the builder (kernels.py) as `$PYTHONEXE -m executorch_espnn.firmware.kernel_driver --pte
+model.pte [--pte ...] --list <espnn_component>/cmake/executorch_runtime.cmake --out
+$BUILD_DIR/executorch/kernels` (through builder/espnn_pio/checkout.py, so a platform checkout's
+package), so that ExecuTorch's codegen runs in a child process.  Writes only into --out:
 
     selected_operators.yaml, RegisterCodegenUnboxedKernels.cpp, RegisterKernels.h,
     NativeFunctions.h, Functions.h   executorch_espnn.selective.generate (the registration)
@@ -24,11 +25,6 @@ import json
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-
-from espnn_pio import checkout  # noqa: E402
-
 CMAKE_TEMPLATE = "executorch_kernels.cmake.j2"
 JSON_NAME = "kernels.json"
 CMAKE_NAME = "kernels.cmake"
@@ -39,7 +35,7 @@ def write(ptes: Path | list[Path], list_file: Path, out: Path) -> dict[str, obje
     """Generate everything of the module doc into `out`; returns what kernels.json holds.
     Several programs (several models in one firmware) get ONE registration: the union of
     their CPU operators, so MAX_KERNEL_NUM is the merged count."""
-    from executorch_espnn import rendering, runtime_sources, selective
+    from .. import rendering, runtime_sources, selective
 
     ptes = ptes if isinstance(ptes, list) else [ptes]
     if len(ptes) == 1:
@@ -68,11 +64,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="a model's .pte (repeat for several models in one firmware)")
     p.add_argument("--list", type=Path, required=True, help="executorch_runtime.cmake")
     p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--package-root", type=Path, help="a checkout whose executorch_espnn to use")
     args = p.parse_args(argv)
-    if args.package_root is not None:
-        checkout.use_checkout_package(args.package_root)
-    from executorch_espnn.errors import EspNNError
+    from ..errors import EspNNError
 
     args.out.mkdir(parents=True, exist_ok=True)
     try:

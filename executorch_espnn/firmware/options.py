@@ -1,8 +1,11 @@
 """The custom_executorch_* options of platformio.ini: read, validated, and typed.
 
 Every problem stops the build with ONE line that names the option and says how to fix it
-(`OptionError`).  Validation is cheap on purpose (no torch import: a `.py` model file is only
-parsed with `ast`), because it runs on every `pio run`, including no-op builds.
+(`OptionError`).  Validation is cheap on purpose (standard library only, no torch import: a `.py`
+model file is only parsed with `ast`), because it runs on every `pio run`, including no-op
+builds.  This module is the one home of the options' names and choices: the builder, the
+idf.py route, the model-artifact job (job.py) and the lowering's `io` check
+(executorch_espnn.program_io) take them from here.
 """
 
 from __future__ import annotations
@@ -21,8 +24,8 @@ TARGET = PREFIX + "target"
 SELFTEST = PREFIX + "selftest"
 VALIDATION = PREFIX + "validation"
 IO = PREFIX + "io"  # the program's inputs/outputs: float (default) or int8
-IO_CHOICES = ("float", "int8")  # executorch_espnn.program_io.IO_CHOICES (no import: no torch here)
-# Where an ESP build's pinned source trees come from (builder/espnn_pio/sources.py reads them).
+IO_CHOICES = ("float", "int8")  # the first is the default
+# Where an ESP build's pinned source trees come from (sources.py reads them).
 RUNTIME_DIR = PREFIX + "runtime_dir"  # a pytorch/executorch checkout at the wheel's commit
 FLATBUFFERS_DIR = PREFIX + "flatbuffers_dir"  # google/flatbuffers at ExecuTorch's pin
 ESPNN_DIR = PREFIX + "espnn_dir"  # an espressif/esp-nn tree in the declared range
@@ -35,18 +38,28 @@ RUNTIME_CHOICES = ("source", "wheel")
 # Where the firmware keeps the model: "embedded" in the app image, or "partition", a data
 # partition of its own that `pio run -t uploadmodel` writes (docs/model-partition.md).
 STORAGE = PREFIX + "storage"
-STORAGE_CHOICES = ("embedded", "partition")
+STORAGE_CHOICES = ("embedded", "partition")  # the first is the default
 PARTITION_SIZE = PREFIX + "partition_size"  # the model partition's size (default: image + 25 %)
 # Several models (`name = path` lines in custom_executorch_model) that never run at the same time
 # may share one delegate arena (EspnnSharedArena, ESPNN_SHARED_ARENA_BYTES).
 SHARED_ARENA = PREFIX + "shared_arena"
 KNOWN = (MODEL, CALIBRATION, STRICT, TARGET, SELFTEST, VALIDATION, IO, RUNTIME, SHARED_ARENA,
          *SOURCE_OPTIONS, STORAGE, PARTITION_SIZE)
+
+
+def ini_name(lowering_option: str) -> str | None:
+    """The platformio.ini option of a lowering option (the CLI's --io is custom_executorch_io),
+    None when platformio.ini has none."""
+    name = PREFIX + lowering_option
+    return name if name in KNOWN else None
+
+
 # Options that take one value per model with several models (`name = value` lines); the others
 # (strict, target, io) apply to every model.  A plain selftest number applies to every model.
 PER_MODEL = (CALIBRATION, VALIDATION, SELFTEST)
 
-MODEL_SUFFIXES = (".py", ".pt2", ".pte")
+MODEL_KINDS = ("py", "pt2", "pte")  # a model file's suffix names its kind
+MODEL_SUFFIXES = tuple(f".{k}" for k in MODEL_KINDS)
 # The chips ESP-NN serves, each a target of the lowering (executorch_espnn's Target: its scratch
 # sizes follow the chip's kernels); the board's MCU picks the default, the host board lowers
 # for esp32s3 as before.
@@ -473,6 +486,8 @@ def storage_choice(get: Callable[[str], str | None], selftest: int = 0, n_models
             raise OptionError(f"{PARTITION_SIZE} = {raw_size}: a partition is a whole number of "
                               "4 KiB flash sectors; give a multiple of 4K, e.g. 512K")
     return StorageOptions("partition", size)
+
+
 def parse_env_models(options: Mapping[str, str], project_dir: Path, board_mcu: str) -> list[ModelOptions]:
     """parse_models with the options as a plain mapping (tests and tools)."""
     return parse_models(options.get, list(options), project_dir, board_mcu)

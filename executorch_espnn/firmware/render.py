@@ -1,8 +1,10 @@
 """Render the generated model files from templates/, through executorch_espnn.rendering.
 
 `model_info` merges what the .pte says (sizes, inputs/outputs, planned buffers) with the
-lowering report (delegate arena/state/weights, names, quantization) into one JSON-able dict,
-which is both the template context and what the builder prints and checks later.
+lowering report (delegate arena/state/weights, names, quantization) into one `ModelInfo`, whose
+`to_dict()` is both the template context and model_info.json, what the builder prints and
+checks later.  Standard library only at the top: the SCons process names the generated files
+through it.
 """
 
 from __future__ import annotations
@@ -10,6 +12,17 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any
+
+from .model_info import (
+    POOL_FIELDS,
+    CpuOp,
+    ModelInfo,
+    Ops,
+    PteMeta,
+    SelftestSummary,
+    Sizes,
+    Versions,
+)
 
 # Generated file -> template: the descriptor (header) and the bytes (.incbin in the .S).
 OUTPUTS = {
@@ -21,16 +34,6 @@ OUTPUTS = {
 INCLUDES = ("model_selftest.h.j2", "model_pte_partition.h.j2")
 # Outputs a custom_executorch_storage = partition build does not have (the bytes stay out).
 EMBEDDED_ONLY = ("model_pte_data.S",)
-
-
-# The espnn_pte_desc_t byte counts EspnnModel sizes its pools with.
-POOL_FIELDS = (
-    "arena_bytes",
-    "state_bytes",
-    "planned_bytes",
-    "method_allocator_bytes",
-    "temp_allocator_bytes",
-)
 
 
 def _int(d: dict[str, Any], *keys: str) -> int:
@@ -53,50 +56,47 @@ def _ops(report: dict[str, Any], key: str) -> list[dict[str, Any]]:
 
 
 def model_info(
-    meta: Any, report: dict[str, Any], versions: dict[str, str], measured: dict[str, int]
-) -> dict[str, Any]:
+    meta: PteMeta, report: dict[str, Any], versions: Versions, measured: dict[str, int]
+) -> ModelInfo:
     """`measured`: executorch_espnn.host.measure(pte).header_sizes(), the exact pool sizes, and
     "pointer_bytes", the pointer size of the build that measured them."""
-    pte = meta.to_dict()
+    pte = PteMeta.from_dict(meta.to_dict())  # a copy: the report's names and quantization go in
     mem = report.get("memory") if isinstance(report.get("memory"), dict) else report
     assert isinstance(mem, dict)
     for side in ("inputs", "outputs"):
         described = report.get(side)
         if not isinstance(described, list):
             continue
-        for tensor, info in zip(pte[side], described, strict=False):
+        for tensor, info in zip(getattr(pte, side), described, strict=False):
             if not isinstance(info, dict):
                 continue
             if info.get("name"):
-                tensor["name"] = str(info["name"])
-            if info.get("scale") and (not tensor["scale"] or info.get("quantized_by") == "program"):
+                tensor.name = str(info["name"])
+            if info.get("scale") and (not tensor.scale or info.get("quantized_by") == "program"):
                 # an int8 program tensor's own parameters are the delegate's (io="int8")
-                tensor["scale"] = float(info["scale"])
-                tensor["zero_point"] = int(info.get("zero_point", 0))
+                tensor.scale = float(info["scale"])
+                tensor.zero_point = int(info.get("zero_point", 0))
             if info.get("access"):
-                tensor["access"] = str(info["access"])
+                tensor.access = str(info["access"])
     delegated = _ops(report, "delegated_ops")
     cpu = _ops(report, "cpu_ops")
     # Pools from the measurement (what EspnnModel allocates), weights from the lowering
     # report (they stay in the .pte, in flash).
-    sizes = {name: int(measured[name]) for name in POOL_FIELDS}
-    sizes["pointer_bytes"] = int(measured["pointer_bytes"])
-    sizes["weights_bytes"] = _int(mem, "weights_bytes")
-    return {
-        "pte": pte,
-        "sizes": sizes,
-        "versions": versions,
-        "ops": {
-            "delegated": len(delegated),
-            "cpu": len(cpu),
-            "cpu_list": [
-                {"op": str(o.get("op", "?")), "reason": str(o.get("reason", ""))} for o in cpu
-            ],
-            "partitions": _count(report.get("partitions")),
-        },
-        "target": str(report.get("target", "")),
-        "warnings": [str(w) for w in report.get("warnings", []) if isinstance(w, str)],
-    }
+    sizes = Sizes(**{name: int(measured[name]) for name in POOL_FIELDS},
+                  pointer_bytes=int(measured["pointer_bytes"]), weights_bytes=_int(mem, "weights_bytes"))
+    return ModelInfo(
+        pte=pte,
+        sizes=sizes,
+        versions=versions,
+        ops=Ops(
+            delegated=len(delegated),
+            cpu=len(cpu),
+            cpu_list=[CpuOp(str(o.get("op", "?")), str(o.get("reason", ""))) for o in cpu],
+            partitions=_count(report.get("partitions")),
+        ),
+        target=str(report.get("target", "")),
+        warnings=[str(w) for w in report.get("warnings", []) if isinstance(w, str)],
+    )
 
 
 def _asm_path(p: Path) -> str:
@@ -138,29 +138,29 @@ def generated_subdir(name: str = "") -> str:
     return named(GENERATED_SUBDIR, name)
 
 
-def selftest_summary(selftest: dict[str, Any] | None) -> dict[str, Any]:
+def selftest_summary(selftest: dict[str, Any] | None) -> SelftestSummary:
     """What model_info.json says about the embedded self-test (the values stay in the header)."""
     if not selftest:
-        return {"cases": 0}
-    from executorch_espnn.payload.format import DType  # the format's one table of element sizes
+        return SelftestSummary()
+    from ..payload.format import DType  # the format's one table of element sizes
 
     tensors = selftest["inputs"] + selftest["expected"]
     nbytes = sum(len(t["data"]) * DType.from_numpy_name(t["dtype"]).size for t in tensors)
-    return {"cases": int(selftest["n_cases"]), "source": str(selftest["source"]), "bytes": nbytes}
+    return SelftestSummary(int(selftest["n_cases"]), str(selftest["source"]), nbytes)
 
 
-def write_all(info: dict[str, Any], out: Path, selftest: dict[str, Any] | None = None,
+def write_all(info: ModelInfo, out: Path, selftest: dict[str, Any] | None = None,
               name: str = "") -> list[Path]:
     """Render into out/espnn_model/ (the .pte stays at out/model.pte).  ``selftest``: the
     context of the embedded self-test table (``SelfTest.to_context()``), None for none.
     ``name``: a named model's files and symbols (`named`), in out/espnn_model_<name>/."""
-    from executorch_espnn import rendering
+    from .. import rendering
 
     env = rendering.environment()
-    ctx = dict(info)
+    ctx = info.to_dict()
     ctx["pte_path"] = _asm_path((out / "model.pte").resolve())
     ctx["selftest"] = selftest if selftest and selftest.get("n_cases") else None
-    ctx["storage"] = info.get("storage")  # None: embedded; else render_partition's fields
+    ctx["storage"] = ctx.get("storage")  # None: embedded; else the partition's fields
     written = []
     gen = out / generated_subdir(name)
     gen.mkdir(parents=True, exist_ok=True)
