@@ -136,6 +136,27 @@ def _resolve_file(project_dir: Path, name: str, raw: str) -> Path:
     return path
 
 
+def _npz_option(get: Callable[[str], str | None], project_dir: Path, kind: str, name: str,
+                holds: str, pte_why: str) -> Path | None:
+    """An optional data file option (calibration, validation): an existing .npz, for a model the
+    build lowers (a ready .pte takes none: ``pte_why`` says why)."""
+    raw = (get(name) or "").strip()
+    if not raw:
+        return None
+    path = _resolve_file(project_dir, name, raw)
+    if path.suffix != ".npz":
+        raise OptionError(
+            f"{name} = {raw}: expected a .npz file (numpy.savez of {holds}); convert the data "
+            "with numpy.savez"
+        )
+    if kind == "pte":
+        raise OptionError(
+            f"{name} = {raw}: a ready .pte {pte_why}; remove {name} or point {MODEL} at the "
+            ".py/.pt2 model"
+        )
+    return path
+
+
 def parse(
     get: Callable[[str], str | None],
     all_names: list[str],
@@ -302,20 +323,8 @@ def _parse_one(
                     + ("the torch.nn.Module" if required == "model" else "a tuple of example tensors")
                 )
 
-    calibration: Path | None = None
-    raw_calib = (get(CALIBRATION) or "").strip()
-    if raw_calib:
-        calibration = _resolve_file(project_dir, CALIBRATION, raw_calib)
-        if calibration.suffix != ".npz":
-            raise OptionError(
-                f"{CALIBRATION} = {raw_calib}: expected a .npz file (numpy.savez of the "
-                "input batches); convert the data with numpy.savez"
-            )
-        if kind == "pte":
-            raise OptionError(
-                f"{CALIBRATION} = {raw_calib}: a ready .pte is already quantized; "
-                f"remove {CALIBRATION} or point {MODEL} at the .py/.pt2 model"
-            )
+    calibration = _npz_option(get, project_dir, kind, CALIBRATION, "the input batches",
+                              "is already quantized")
 
     strict = _parse_bool(STRICT, get(STRICT) or "no")
     selftest, validation = _selftest_options(get, project_dir, kind)
@@ -380,20 +389,9 @@ def _selftest_options(
             f"{SELFTEST} = {raw}: a ready .pte carries no model to compute the expected outputs "
             f"with; point {MODEL} at the .py/.pt2 model or remove {SELFTEST}"
         )
-    validation: Path | None = None
-    raw_val = (get(VALIDATION) or "").strip()
-    if raw_val:
-        validation = _resolve_file(project_dir, VALIDATION, raw_val)
-        if validation.suffix != ".npz":
-            raise OptionError(
-                f"{VALIDATION} = {raw_val}: expected a .npz file (numpy.savez of arrays input0, "
-                "input1, ... and optionally labels); convert the data with numpy.savez"
-            )
-        if kind == "pte":
-            raise OptionError(
-                f"{VALIDATION} = {raw_val}: a ready .pte carries no model to run it on; "
-                f"remove {VALIDATION} or point {MODEL} at the .py/.pt2 model"
-            )
+    validation = _npz_option(get, project_dir, kind, VALIDATION,
+                             "arrays input0, input1, ... and optionally labels",
+                             "carries no model to run it on")
     return selftest, validation
 
 
