@@ -16,6 +16,7 @@ from torch.fx import GraphModule
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
 from executorch_espnn import pte
+from executorch_espnn.cia_ops_cache import cached_cia_ops
 from executorch_espnn.decisions import OpDecision
 from executorch_espnn.graph.names import DEQUANTIZE, QUANTIZE, node_op
 from executorch_espnn.partitioner import EspNNPartitioner
@@ -24,6 +25,7 @@ from executorch_espnn.quantizer import EspNNQuantizer
 from executorch_espnn.reference import run_delegate
 
 
+@cached_cia_ops()  # as executorch_espnn.lower() does: one CIA-op walk, not one per decomposition
 def quantize_module(
     m: nn.Module,
     ex: tuple[Any, ...],
@@ -111,6 +113,7 @@ class Lowered:
         return tuple(xs)
 
 
+@cached_cia_ops()
 def lower(
     m: nn.Module,
     ex: tuple[Any, ...],

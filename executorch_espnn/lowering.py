@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .cia_ops_cache import cached_cia_ops
 from .errors import EspNNError, ExportError, LoweringError, UnsupportedTargetError
 from .payload.format import Target
 from .report import LoweringReport, TensorSpec, build_report
@@ -136,6 +137,7 @@ def _is_quantized(ep: ExportedProgram) -> bool:
     )
 
 
+@cached_cia_ops()  # torch's CIA-op walk once per lowering, not once per decomposition
 def lower(
     model: torch.nn.Module | ExportedProgram,
     example_inputs: tuple[Any, ...] | None = None,

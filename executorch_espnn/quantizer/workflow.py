@@ -14,6 +14,7 @@ from torch import nn
 from torch.fx import GraphModule
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e, prepare_qat_pt2e
 
+from ..cia_ops_cache import cached_cia_ops
 from ..errors import CalibrationError, ExportError, QuantizerConfigError
 from .espnn_quantizer import EspNNQuantizer
 
@@ -172,6 +173,7 @@ def _eval_graph(ep: torch.export.ExportedProgram) -> GraphModule:
     return gm
 
 
+@cached_cia_ops()  # export + convert decompose several times: one CIA-op walk for all
 def quantize(
     model: nn.Module | torch.export.ExportedProgram,
     example_inputs: tuple[Any, ...],

@@ -45,6 +45,7 @@ from torch.export import ExportedProgram
 from torch.fx import Node
 from torch.utils._pytree import tree_flatten
 
+from ..cia_ops_cache import cached_cia_ops
 from ..decisions import OpDecision
 from ..graph.names import node_op
 from .compare import OutputCheck, OutputQuant, check_outputs
@@ -159,6 +160,7 @@ class EspNNQuantize(Quantize):  # type: ignore[misc]  # executorch is untyped
 class EspNNExport(Export):  # type: ignore[misc]
     """``torch.export`` as ``executorch_espnn.lower()`` does it (non-strict)."""
 
+    @cached_cia_ops()
     def run(self, artifact: torch.nn.Module, inputs: tuple[Any, ...]) -> None:
         self.exported_program = torch.export.export(
             artifact, tuple(inputs), dynamic_shapes=self.dynamic_shapes
@@ -178,6 +180,7 @@ class EspNNToEdgeTransformAndLower(ToEdgeTransformAndLower):  # type: ignore[mis
         self.options = options
         self.decisions: list[OpDecision] = []
 
+    @cached_cia_ops()  # to_edge decomposes more than once: one CIA-op walk (cia_ops_cache)
     def run(self, artifact: ExportedProgram, inputs: object = None, generate_etrecord: bool = False) -> None:
         from ..backend import EspNNDelegateBackend  # noqa: F401  (registers the backend by class name)
         from ..partitioner import EspNNPartitioner

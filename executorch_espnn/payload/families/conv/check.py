@@ -1,9 +1,57 @@
-"""CONV2D and DEPTHWISE_CONV2D: shapes, geometry, reduction bound, weights and requantisation."""
+"""CONV2D and DEPTHWISE_CONV2D: shapes, geometry, reduction bound, weights and requantisation.
+
+The operand, window and requantisation checks are shared with TRANSPOSE_CONV2D
+(conv_transpose/check.py), which reads the same parameters and differs only in the output size.
+"""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from ...format import MAX_DIM, MAX_REDUCTION, Opcode
+from ...model import TensorRec
 from ..check_registry import OpCheck, check
+
+
+class Window(NamedTuple):
+    """A convolution window's stride, dilation and padding, each within its bounds."""
+
+    stride_h: int
+    stride_w: int
+    dilation_h: int
+    dilation_w: int
+    pad_top: int
+    pad_left: int
+    pad_bottom: int
+    pad_right: int
+
+
+def window(c: OpCheck) -> Window:
+    return Window(
+        c.param("stride_h", 1, MAX_DIM), c.param("stride_w", 1, MAX_DIM),
+        c.param("dilation_h", 1, MAX_DIM), c.param("dilation_w", 1, MAX_DIM),
+        c.param("pad_top", 0, MAX_DIM), c.param("pad_left", 0, MAX_DIM),
+        c.param("pad_bottom", 0, MAX_DIM), c.param("pad_right", 0, MAX_DIM),
+    )
+
+
+def conv_operands(c: OpCheck) -> tuple[TensorRec, TensorRec, TensorRec]:
+    """The int8 NHWC input and output and the rank-4 constant filter."""
+    x, o = c.int8_io(rank=4)
+    f = c.const(1, "filter")
+    c.rank(f, 4, "filter")
+    return x, o, f
+
+
+def check_output_and_requant(c: OpCheck, o: TensorRec, want: tuple[int, int, int, int]) -> None:
+    """The output shape the geometry gives, then offsets, activation, weights and requantisation."""
+    if o.dims != want:
+        raise c.err("output", f"shape {o.dims}, expected {want}")
+    cout = want[3]
+    c.offsets("in_offset", out="out_offset")
+    c.act()
+    c.filter_bias(cout)
+    c.requant_arrays(cout)
 
 
 def _conv_out(size: int, pad_a: int, pad_b: int, k: int, stride: int, dil: int) -> int | None:
@@ -12,22 +60,6 @@ def _conv_out(size: int, pad_a: int, pad_b: int, k: int, stride: int, dil: int) 
     if span < 0:
         return None
     return span // stride + 1
-
-
-def _check_conv_geometry(c: OpCheck, n: int, h: int, w: int, kh: int, kw: int) -> tuple[int, int]:
-    sh = c.param("stride_h", 1, MAX_DIM)
-    sw = c.param("stride_w", 1, MAX_DIM)
-    dh = c.param("dilation_h", 1, MAX_DIM)
-    dw = c.param("dilation_w", 1, MAX_DIM)
-    pt = c.param("pad_top", 0, MAX_DIM)
-    pl = c.param("pad_left", 0, MAX_DIM)
-    pb = c.param("pad_bottom", 0, MAX_DIM)
-    pr = c.param("pad_right", 0, MAX_DIM)
-    oh = _conv_out(h, pt, pb, kh, sh, dh)
-    ow = _conv_out(w, pl, pr, kw, sw, dw)
-    if oh is None or ow is None:
-        raise c.err("filter", "kernel larger than the padded input")
-    return oh, ow
 
 
 def grouped_filter_reduction(c: OpCheck, fdims: tuple[int, ...], cin: int, cout: int) -> int:
@@ -50,9 +82,7 @@ def bounded_reduction(c: OpCheck, reduction: int) -> int:
 @check(Opcode.CONV2D, Opcode.DEPTHWISE_CONV2D)
 def conv(c: OpCheck) -> None:
     depthwise = c.op.opcode == Opcode.DEPTHWISE_CONV2D
-    x, o = c.int8_io(rank=4)
-    f = c.const(1, "filter")
-    c.rank(f, 4, "filter")
+    x, o, f = conv_operands(c)
     n, h, w, cin = x.dims
     cout = o.dims[3]
     kh, kw = f.dims[1], f.dims[2]
@@ -65,10 +95,9 @@ def conv(c: OpCheck) -> None:
         bounded_reduction(c, kh * kw)
     else:
         grouped_filter_reduction(c, f.dims, cin, cout)
-    oh, ow = _check_conv_geometry(c, n, h, w, kh, kw)
-    if o.dims != (n, oh, ow, cout):
-        raise c.err("output", f"shape {o.dims}, expected {(n, oh, ow, cout)}")
-    c.offsets("in_offset", out="out_offset")
-    c.act()
-    c.filter_bias(cout)
-    c.requant_arrays(cout)
+    win = window(c)
+    oh = _conv_out(h, win.pad_top, win.pad_bottom, kh, win.stride_h, win.dilation_h)
+    ow = _conv_out(w, win.pad_left, win.pad_right, kw, win.stride_w, win.dilation_w)
+    if oh is None or ow is None:
+        raise c.err("filter", "kernel larger than the padded input")
+    check_output_and_requant(c, o, (n, oh, ow, cout))

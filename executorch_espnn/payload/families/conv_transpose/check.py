@@ -1,11 +1,12 @@
 """TRANSPOSE_CONV2D: shapes, geometry (output size from stride, padding, dilation and output
-padding), reduction bound, weights and requantisation."""
+padding), reduction bound, weights and requantisation (the checks shared with CONV2D in
+conv/check.py)."""
 
 from __future__ import annotations
 
-from ...format import MAX_DIM, Opcode
+from ...format import Opcode
 from ..check_registry import OpCheck, check
-from ..conv.check import grouped_filter_reduction
+from ..conv.check import check_output_and_requant, conv_operands, grouped_filter_reduction, window
 
 
 def transposed_out(size: int, k: int, stride: int, dil: int, pad_a: int, pad_b: int, out_pad: int) -> int:
@@ -15,29 +16,15 @@ def transposed_out(size: int, k: int, stride: int, dil: int, pad_a: int, pad_b: 
 
 @check(Opcode.TRANSPOSE_CONV2D)
 def transpose_conv2d(c: OpCheck) -> None:
-    x, o = c.int8_io(rank=4)
-    f = c.const(1, "filter")
-    c.rank(f, 4, "filter")
+    x, o, f = conv_operands(c)
     n, h, w, cin = x.dims
     cout = o.dims[3]
     kh, kw = f.dims[1], f.dims[2]
     grouped_filter_reduction(c, f.dims, cin, cout)
-    sh = c.param("stride_h", 1, MAX_DIM)
-    sw = c.param("stride_w", 1, MAX_DIM)
-    dh = c.param("dilation_h", 1, MAX_DIM)
-    dw = c.param("dilation_w", 1, MAX_DIM)
-    pt = c.param("pad_top", 0, MAX_DIM)
-    pl = c.param("pad_left", 0, MAX_DIM)
-    pb = c.param("pad_bottom", 0, MAX_DIM)
-    pr = c.param("pad_right", 0, MAX_DIM)
+    win = window(c)
     # PyTorch's rule: output padding below the stride or the dilation
-    oph = c.param("out_pad_h", 0, max(sh, dh) - 1)
-    opw = c.param("out_pad_w", 0, max(sw, dw) - 1)
-    oh = transposed_out(h, kh, sh, dh, pt, pb, oph)
-    ow = transposed_out(w, kw, sw, dw, pl, pr, opw)
-    if o.dims != (n, oh, ow, cout):
-        raise c.err("output", f"shape {o.dims}, expected {(n, oh, ow, cout)}")
-    c.offsets("in_offset", out="out_offset")
-    c.act()
-    c.filter_bias(cout)
-    c.requant_arrays(cout)
+    oph = c.param("out_pad_h", 0, max(win.stride_h, win.dilation_h) - 1)
+    opw = c.param("out_pad_w", 0, max(win.stride_w, win.dilation_w) - 1)
+    oh = transposed_out(h, kh, win.stride_h, win.dilation_h, win.pad_top, win.pad_bottom, oph)
+    ow = transposed_out(w, kw, win.stride_w, win.dilation_w, win.pad_left, win.pad_right, opw)
+    check_output_and_requant(c, o, (n, oh, ow, cout))
