@@ -215,7 +215,7 @@ class Espressif32Platform(PlatformBase):
 
 _STANDIN_MAIN = '''
 import json, os
-from SCons.Script import DefaultEnvironment, Default, AlwaysBuild
+from SCons.Script import DefaultEnvironment, Default, AlwaysBuild, Builder
 
 env = DefaultEnvironment()
 env.Replace(PROGNAME="firmware", PROGSUFFIX=".elf")
@@ -228,6 +228,10 @@ record = {
                        for p in env.PioPlatform().get_installed_packages(with_optional=False)),
 }
 env.Replace(ESPNN_STANDIN_RECORD=record)
+# espressif32's ElfToBin builder (a VerboseAction: with `pio run -v` SCons prints the command)
+env.Append(BUILDERS=dict(ElfToBin=Builder(action=env.VerboseAction(
+    '"$PYTHONEXE" -c "import shutil, sys; shutil.copyfile(sys.argv[1], sys.argv[2])" $SOURCES $TARGET',
+    "Building $TARGET"), suffix=".bin")))
 if env.get("PIOFRAMEWORK"):
     for fw in env["PIOFRAMEWORK"]:
         env.SConscript(env.GetFrameworkScript(fw), exports="env")
@@ -289,6 +293,9 @@ out = env.Command(os.path.join(env.subst("$BUILD_DIR"), "handoff.json"), [],
                   env.Action(_write, "Recording the hand-off"))
 AlwaysBuild(out)
 Default(out)
+image = env.ElfToBin(os.path.join(env.subst("$BUILD_DIR"), "firmware"), out)
+AlwaysBuild(image)
+Default(image)
 '''
 
 _STANDIN_FRAMEWORK = '''
@@ -302,6 +309,12 @@ if "{name}" == "arduino":  # what Arduino-ESP32 2.0.x's platformio-build.py sets
     sdk = os.path.join(env.PioPlatform().get_package_dir("framework-arduinoespressif32"), "tools",
                        "sdk", env.BoardConfig().get("build.mcu"), "include")
     env.Append(CXXFLAGS=["-std=gnu++11", "-fexceptions"], CPPPATH=[sdk])
+    # it edits espressif32's ElfToBin command on a deep copy of the action (to add
+    # --elf-sha256-offset), which copies SCons's "no command string" sentinel too
+    from copy import deepcopy
+    action = deepcopy(env["BUILDERS"]["ElfToBin"].action)
+    action.cmd_list = env["BUILDERS"]["ElfToBin"].action.cmd_list.replace("$SOURCES", "$SOURCES")
+    env["BUILDERS"]["ElfToBin"].action = action
     standin_idf = os.environ.get("ESPNN_STANDIN_COMPILE")
     if standin_idf:  # compiling with the host compiler: the test suite's ESP-IDF 4.4 headers
         os.makedirs(sdk, exist_ok=True)
