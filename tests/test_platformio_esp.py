@@ -271,15 +271,20 @@ def test_espidf_handoff_adds_components(core_with_base: Path, plain_pte: Path, t
     dirs = rec["cmake_extra_args"].split("-DEXTRA_COMPONENT_DIRS:PATH=")[1].split('"')[0].split(";")
     wrapper = build / "executorch" / "components" / "executorch_espnn"
     runtime = build / "executorch" / "components" / "executorch"
-    assert dirs == [str(proj / "src"), str(wrapper), str(runtime),
+    # the ESP-NN tree the environment names (ESPNN_ESP_NN_DIR) is the ESP-IDF component esp-nn
+    # (a folder of that name), so the component manager is asked for nothing
+    esp_nn = build / "executorch" / "components" / "esp-nn"
+    assert dirs == [str(proj / "src"), str(esp_nn), str(wrapper), str(runtime),
                     str(build / "executorch" / "espnn_model")]
+    assert esp_nn.resolve() == Path(rec["sources"]["ESPNN_ESPNN_DIR"]).resolve()
+    assert (esp_nn / "CMakeLists.txt").is_file()
     for key, value in rec["sources"].items():  # the trees reach CMake for the runtime component
         if value:
             assert f'"-D{key}:PATH={value}"' in rec["cmake_extra_args"]
     assert rec["libraries"] == []  # ESP-IDF compiles; nothing is built as an SCons library
     cmake = (build / "executorch" / "espnn_model" / "CMakeLists.txt").read_text()
     assert 'SRCS "model_pte_data.S"' in cmake and "REQUIRES executorch_espnn" in cmake
-    check_idf_wrapper(wrapper, tmp_path)
+    check_idf_wrapper(wrapper, tmp_path, local_esp_nn=True)
     _check_runtime_component(rec, build, tmp_path)
 
 
@@ -302,12 +307,24 @@ def _fake_idf_registration(component: Path, out: Path) -> list[str]:
     return lines
 
 
-def check_idf_wrapper(wrapper: Path, tmp_path: Path) -> None:
+def check_idf_wrapper(wrapper: Path, tmp_path: Path, local_esp_nn: bool = False) -> None:
     """The folder named executorch_espnn is espnn_component for ESP-IDF: registering it gives
     exactly the component's own registration (same sources, includes, requirements, link
-    options), its Kconfig shows the component's menu, and its manifest is the component's."""
+    options), its Kconfig shows the component's menu, and its manifest is the component's
+    (`local_esp_nn`: without the espressif/esp-nn dependency, everything else the same)."""
+    import yaml
+
     comp = h.ROOT / "espnn_component"
-    assert (wrapper / "idf_component.yml").read_bytes() == (comp / "idf_component.yml").read_bytes()
+    own = yaml.safe_load((comp / "idf_component.yml").read_text())
+    given = yaml.safe_load((wrapper / "idf_component.yml").read_text())
+    if local_esp_nn:
+        assert "espressif/esp-nn" in own["dependencies"]
+        del own["dependencies"]["espressif/esp-nn"]
+        assert given == own
+        assert set(given["dependencies"]) == {"idf"}  # nothing the registry must serve
+    else:
+        assert (wrapper / "idf_component.yml").read_bytes() == \
+            (comp / "idf_component.yml").read_bytes()
     real = _fake_idf_registration(comp, tmp_path / "real.txt")
     wrapped = _fake_idf_registration(wrapper, tmp_path / "wrapped.txt")
     assert wrapped == real
