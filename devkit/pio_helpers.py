@@ -169,9 +169,11 @@ def write_project(project: Path, ini: str, files: dict[str, str]) -> Path:
 # platform.py, configure_default_packages), and its builder records what it was handed (board,
 # frameworks, include paths, defines, each library's sources and flags, the executorch files,
 # the pinned source trees) into handoff.json instead of compiling.  Its Arduino framework script
-# adds what Arduino-ESP32 2.0.x's does that matters to us (gnu++11, an SDK include folder).  It
-# proves our side of the contract; it does not prove that espressif32's real builder, ESP-IDF or
-# Arduino-ESP32 compile the component.  With ESPNN_STANDIN_COMPILE=<tests/component_c/idf_standin>
+# adds what Arduino-ESP32 2.0.x's does that matters to us (gnu++11; one SDK include folder for
+# the ~190 of the real one; the deep copy of ElfToBin's action).  It proves our side of the
+# contract; what it keeps is what the real builders were seen to do (tests/test_real_builders.py:
+# espressif32 6.13.0 with Arduino-ESP32 2.0.14), and it does not run ESP-IDF's component manager
+# or espidf.py's compile step, nor does it prove that the chips' compilers compile the component.  With ESPNN_STANDIN_COMPILE=<tests/component_c/idf_standin>
 # it also compiles every handed library and object with the host compiler, against the test
 # suite's ESP-IDF 4.4 stand-in headers (a generic chip only: no Xtensa assembly here).
 #
