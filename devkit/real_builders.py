@@ -43,6 +43,18 @@ log = os.environ.get({log_env!r})
 if log:
     with open(log, "a") as fp:
         fp.write(json.dumps({{"tool": tool, "args": args, "cwd": os.getcwd()}}) + "\\n")
+real = {real!r}.get(tool.rsplit("-", 1)[-1])
+if real and "-c" in args:  # a compiler for the chip's ISA exists: compile for real
+    import subprocess
+    args = [{rewrite!r}.get(a, a) for a in args]
+    proc = subprocess.run([*real, *args], capture_output=True, text=True)
+    if log:
+        with open(log, "a") as fp:
+            fp.write(json.dumps({{"tool": "real:" + real[0], "args": args, "cwd": os.getcwd(),
+                                  "returncode": proc.returncode,
+                                  "stderr": proc.stderr[-4000:]}}) + "\\n")
+    sys.stderr.write(proc.stderr)
+    sys.exit(proc.returncode)
 out = None
 for flag, value in zip(args, args[1:]):
     if flag == "-o":
@@ -69,20 +81,55 @@ def _package(path: Path, name: str, version: str, owner: str) -> None:
     }))
 
 
-def _wrapper(path: Path, name: str) -> None:
-    path.write_text(_WRAPPER.format(python=sys.executable, name=name, log_env=LOG_ENV))
+# A real compiler for the ESP RISC-V chips (C3: rv32imc, C6: rv32imac): Debian's bare-metal
+# RISC-V GCC 12 for the 32-bit ABI; newlib's headers (Debian's libnewlib-dev), searched after
+# GCC's own, for the `#include_next` of the framework's newlib/platform_include (the ESP
+# toolchains are newlib-based); and (Debian ships no C++ library for this target) the
+# arm-none-eabi libstdc++ headers, header-only for what the sources use (DESIGN.md).  The
+# framework's own flags (its -march, -std, ~190 include folders, warnings) follow these.
+RISCV_GCC = "riscv64-unknown-elf-gcc"
+_RISCV_COMMON = ["-mabi=ilp32"]
+_NEWLIB = Path("/usr/include/newlib")
+_ARM_CXX = Path("/usr/lib/arm-none-eabi/include/c++")
+# GCC 12 follows the 2019 RISC-V ISA spec, which moved the CSR and fence.i instructions out of
+# the base ISA into zicsr/zifencei; the ESP toolchains' GCC 8 (Arduino-ESP32 2.x) still spells
+# the same ISA rv32imc.  The wrapper spells it as GCC 12 needs (the same instructions).
+MARCH_REWRITE = {"-march=rv32imc": "-march=rv32imc_zicsr_zifencei",
+                 "-march=rv32imac": "-march=rv32imac_zicsr_zifencei"}
+
+
+def riscv_compilers() -> dict[str, list[str]] | None:
+    """{"gcc": [...], "g++": [...]}: the command lines that compile ESP RISC-V code for real,
+    or None when Debian's RISC-V GCC, newlib's headers or the arm libstdc++ headers are
+    missing (scripts/debian_packages.txt)."""
+    import shutil
+
+    gcc, gxx = shutil.which(RISCV_GCC), shutil.which("riscv64-unknown-elf-g++")
+    cxx = sorted(_ARM_CXX.glob("*")) if _ARM_CXX.is_dir() else []
+    if not gcc or not gxx or not cxx or not (_NEWLIB / "sys" / "reent.h").is_file():
+        return None
+    common = [*_RISCV_COMMON, "-idirafter", str(_NEWLIB)]
+    isystem = ["-isystem", str(cxx[-1]), "-isystem", str(cxx[-1] / "arm-none-eabi")]
+    return {"gcc": [gcc, *common], "g++": [gxx, *common, *isystem]}
+
+
+def _wrapper(path: Path, name: str, real: dict[str, list[str]] | None = None) -> None:
+    path.write_text(_WRAPPER.format(python=sys.executable, name=name, log_env=LOG_ENV,
+                                    real=real or {}, rewrite=MARCH_REWRITE))
     path.chmod(0o755)
 
 
-def seed_wrapper_packages(core: Path) -> None:
+def seed_wrapper_packages(core: Path, riscv: dict[str, list[str]] | None = None) -> None:
     """The toolchain packages espressif32 6.13 asks for, and tool-esptoolpy, as logging
-    wrappers at the versions its platform.json pins."""
+    wrappers at the versions its platform.json pins; with `riscv` (riscv_compilers()) the
+    RISC-V toolchain's gcc/g++ compile for real."""
     for name, (owner, version, prefix) in TOOLCHAINS.items():
         pkg = core / "packages" / name
         _package(pkg, name, version, owner)
         (pkg / "bin").mkdir(exist_ok=True)
         for tool in TOOLS:
-            _wrapper(pkg / "bin" / f"{prefix}-{tool}", f"{prefix}-{tool}")
+            real = riscv if prefix.startswith("riscv32") and tool in ("gcc", "g++") else None
+            _wrapper(pkg / "bin" / f"{prefix}-{tool}", f"{prefix}-{tool}", real)
     esptool = core / "packages" / "tool-esptoolpy"
     _package(esptool, "tool-esptoolpy", "2.41100.0", "platformio")
     _wrapper(esptool / "esptool.py", "esptool.py")
@@ -99,6 +146,8 @@ class Call:
     tool: str
     args: list[str]
     cwd: str
+    returncode: int = 0  # a real compile's ("real:<compiler>" tools)
+    stderr: str = ""
 
     def output(self) -> str | None:
         return self.args[self.args.index("-o") + 1] if "-o" in self.args else None
