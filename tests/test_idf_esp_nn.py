@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +25,8 @@ COMPONENT = ROOT / "espnn_component"
 
 @pytest.fixture(scope="module")
 def esp_frameworks() -> Any:
-    sys.path.insert(0, str(ROOT / "builder"))
-    try:
-        from espnn_pio import esp_frameworks as module
-    finally:
-        sys.path.remove(str(ROOT / "builder"))
+    from builder.espnn_pio import esp_frameworks as module
+
     return module
 
 

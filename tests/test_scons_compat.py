@@ -18,9 +18,8 @@ def _print_copied_action(fix: bool) -> subprocess.CompletedProcess[str]:
     Arduino-ESP32 2.0.x's script does, then executed the way `pio run -v` runs it (printed)."""
     code = textwrap.dedent(f"""
         import copy, sys
-        sys.path.insert(0, {str(ROOT / "builder")!r})
         if {fix!r}:
-            from espnn_pio import scons_compat
+            from builder.espnn_pio import scons_compat
             assert scons_compat.keep_sentinel_on_copy()
         import SCons.Action, SCons.Environment
         env = SCons.Environment.Environment(tools=[])
@@ -29,7 +28,7 @@ def _print_copied_action(fix: bool) -> subprocess.CompletedProcess[str]:
         sys.exit(action([env.File("out.bin")], [], env))
     """)
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=False, timeout=120)
+                          check=False, timeout=120, cwd=ROOT)
 
 
 def test_copied_action_prints_its_command() -> None:
