@@ -29,6 +29,11 @@ from espnn_pio import scons_steps  # noqa: E402
 scons_steps.setup(env)  # validates the custom_executorch_* options, adds the model step
 
 if not platform.is_host_env():
+    from espnn_pio import scons_compat
+
+    # Arduino-ESP32 2.0.x deep-copies an espressif32 action; with SCons 4.11 `pio run -v`
+    # then dies printing it (scons_compat says why)
+    scons_compat.keep_sentinel_on_copy()
     # ESP boards: espressif32 does the rest.  Its builder and framework scripts check the
     # platform name; boards, packages and frameworks are already platform.py's merged view.
     env.Replace(PIOPLATFORM="espressif32")

@@ -169,9 +169,11 @@ def write_project(project: Path, ini: str, files: dict[str, str]) -> Path:
 # platform.py, configure_default_packages), and its builder records what it was handed (board,
 # frameworks, include paths, defines, each library's sources and flags, the executorch files,
 # the pinned source trees) into handoff.json instead of compiling.  Its Arduino framework script
-# adds what Arduino-ESP32 2.0.x's does that matters to us (gnu++11, an SDK include folder).  It
-# proves our side of the contract; it does not prove that espressif32's real builder, ESP-IDF or
-# Arduino-ESP32 compile the component.  With ESPNN_STANDIN_COMPILE=<tests/component_c/idf_standin>
+# adds what Arduino-ESP32 2.0.x's does that matters to us (gnu++11; one SDK include folder for
+# the ~190 of the real one; the deep copy of ElfToBin's action).  It proves our side of the
+# contract; what it keeps is what the real builders were seen to do (tests/test_real_builders.py:
+# espressif32 6.13.0 with Arduino-ESP32 2.0.14), and it does not run ESP-IDF's component manager
+# or espidf.py's compile step, nor does it prove that the chips' compilers compile the component.  With ESPNN_STANDIN_COMPILE=<tests/component_c/idf_standin>
 # it also compiles every handed library and object with the host compiler, against the test
 # suite's ESP-IDF 4.4 stand-in headers (a generic chip only: no Xtensa assembly here).
 #
@@ -215,7 +217,7 @@ class Espressif32Platform(PlatformBase):
 
 _STANDIN_MAIN = '''
 import json, os
-from SCons.Script import DefaultEnvironment, Default, AlwaysBuild
+from SCons.Script import DefaultEnvironment, Default, AlwaysBuild, Builder
 
 env = DefaultEnvironment()
 env.Replace(PROGNAME="firmware", PROGSUFFIX=".elf")
@@ -228,6 +230,10 @@ record = {
                        for p in env.PioPlatform().get_installed_packages(with_optional=False)),
 }
 env.Replace(ESPNN_STANDIN_RECORD=record)
+# espressif32's ElfToBin builder (a VerboseAction: with `pio run -v` SCons prints the command)
+env.Append(BUILDERS=dict(ElfToBin=Builder(action=env.VerboseAction(
+    '"$PYTHONEXE" -c "import shutil, sys; shutil.copyfile(sys.argv[1], sys.argv[2])" $SOURCES $TARGET',
+    "Building $TARGET"), suffix=".bin")))
 if env.get("PIOFRAMEWORK"):
     for fw in env["PIOFRAMEWORK"]:
         env.SConscript(env.GetFrameworkScript(fw), exports="env")
@@ -289,6 +295,9 @@ out = env.Command(os.path.join(env.subst("$BUILD_DIR"), "handoff.json"), [],
                   env.Action(_write, "Recording the hand-off"))
 AlwaysBuild(out)
 Default(out)
+image = env.ElfToBin(os.path.join(env.subst("$BUILD_DIR"), "firmware"), out)
+AlwaysBuild(image)
+Default(image)
 '''
 
 _STANDIN_FRAMEWORK = '''
@@ -302,6 +311,12 @@ if "{name}" == "arduino":  # what Arduino-ESP32 2.0.x's platformio-build.py sets
     sdk = os.path.join(env.PioPlatform().get_package_dir("framework-arduinoespressif32"), "tools",
                        "sdk", env.BoardConfig().get("build.mcu"), "include")
     env.Append(CXXFLAGS=["-std=gnu++11", "-fexceptions"], CPPPATH=[sdk])
+    # it edits espressif32's ElfToBin command on a deep copy of the action (to add
+    # --elf-sha256-offset), which copies SCons's "no command string" sentinel too
+    from copy import deepcopy
+    action = deepcopy(env["BUILDERS"]["ElfToBin"].action)
+    action.cmd_list = env["BUILDERS"]["ElfToBin"].action.cmd_list.replace("$SOURCES", "$SOURCES")
+    env["BUILDERS"]["ElfToBin"].action = action
     standin_idf = os.environ.get("ESPNN_STANDIN_COMPILE")
     if standin_idf:  # compiling with the host compiler: the test suite's ESP-IDF 4.4 headers
         os.makedirs(sdk, exist_ok=True)

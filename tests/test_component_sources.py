@@ -93,3 +93,16 @@ def test_the_reader_needs_only_the_standard_library() -> None:
             "print(sorted(heavy))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_firmware_sources_have_file_names_of_their_own(
+        lists: component_sources.ComponentSources) -> None:
+    """Every source an ESP build compiles of the component has a file name no other one has:
+    espressif32's espidf.py names the objects of sources outside the project and ESP-IDF (the
+    installed platform's espnn_component) $BUILD_DIR/<file name>.o, so two of one name would
+    share an object (ExecuTorch's sources go through files of their own instead,
+    executorch_component.cmake)."""
+    files = [*lists.adapter_sources, *lists.model_sources, *lists.mem_idf_sources,
+             *lists.engine_srcs, *lists.pal_idf_sources]
+    names = [Path(f).name for f in files]
+    assert len(files) > 20 and len(set(names)) == len(names), sorted(names)

@@ -32,23 +32,27 @@ COMPONENT_CMAKE = COMPONENT / "cmake" / "executorch_component.cmake"
 OPERATORS = ("aten::abs.out", "aten::_softmax.out", "quantized_decomposed::quantize_per_tensor.out")
 
 
-@pytest.fixture(scope="module")
-def kernels(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """kernels.cmake + the registration for OPERATORS, by the builder's kernel driver, in a model
-    folder as scripts/espnn_idf_model.py lays it out (model/kernels/, model/espnn_model/)."""
-    model = tmp_path_factory.mktemp("model")
+def write_kernels(model: Path, operators: tuple[str, ...]) -> Path:
+    """kernels.cmake + the registration for `operators`, by the builder's kernel driver, in a
+    model folder as scripts/espnn_idf_model.py lays it out (model/kernels/, model/espnn_model/)."""
     out = model / "kernels"
-    out.mkdir()
+    out.mkdir(parents=True)
     (model / "espnn_model").mkdir()
     (model / "espnn_model" / "model_pte.h").write_text("/* stand-in */\n")
     op = {"include_all_overloads": False, "is_root_operator": True, "is_used_for_training": True}
     sel = model / "in.yaml"
-    sel.write_text(yaml.safe_dump({"operators": {name: dict(op) for name in OPERATORS},
-                                   "et_kernel_metadata": {name: ["default"] for name in OPERATORS},
+    sel.write_text(yaml.safe_dump({"operators": {name: dict(op) for name in operators},
+                                   "et_kernel_metadata": {name: ["default"] for name in operators},
                                    "include_all_operators": False}))
     from executorch_espnn.firmware import kernel_driver as driver
     driver.write(sel, rs.default_list_file(), out)
     return out / "kernels.cmake"
+
+
+@pytest.fixture(scope="module")
+def kernels(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """kernels.cmake + the registration for OPERATORS."""
+    return write_kernels(tmp_path_factory.mktemp("model"), OPERATORS)
 
 
 @pytest.fixture(scope="module")
@@ -104,12 +108,13 @@ def test_registration_is_the_one_list_plus_the_models_kernels(
     kernel_srcs = lists.kernel_sources(OPERATORS)
     assert "kernels/portable/cpu/op_softmax.cpp" in kernel_srcs  # the list's exception
     assert "kernels/quantized/cpu/op_quantize.cpp" in kernel_srcs
-    want = [str(et / s) for s in (*lists.runtime_srcs, *kernel_srcs, *lists.kernel_support_srcs)]
-    assert srcs == [*want, str(kernels.parent / "RegisterCodegenUnboxedKernels.cpp")]
+    bin_dir = tmp_path / "bin"
+    want = [*lists.runtime_srcs, *kernel_srcs, *lists.kernel_support_srcs]
+    assert srcs == [*units(bin_dir, et, want),
+                    str(kernels.parent / "RegisterCodegenUnboxedKernels.cpp")]
     # public include dirs: the tree as <executorch/...> (a link, the tree is not named so), the
     # list's dirs, the generated schema headers, the flatbuffers headers
     (inc,) = calls["INCLUDE_DIRS"]
-    bin_dir = tmp_path / "bin"
     assert inc == [str(bin_dir / "include"), *(str(et / d) for d in lists.include_dirs),
                    str(bin_dir / "gen"), str(trees[1].resolve() / "include")]
     assert (bin_dir / "include" / "executorch").resolve() == et
@@ -122,7 +127,7 @@ def test_registration_is_the_one_list_plus_the_models_kernels(
     # MAX_KERNEL_NUM = the registration's kernel count, on the kernel registry only
     n = len(re.findall(r'Kernel\(\s*"', (kernels.parent / "RegisterCodegenUnboxedKernels.cpp").read_text()))
     assert n == len(OPERATORS)
-    assert calls["SOURCE_PROPERTIES"] == [[str(et / "runtime/kernel/operator_registry.cpp"),
+    assert calls["SOURCE_PROPERTIES"] == [[*units(bin_dir, et, ["runtime/kernel/operator_registry.cpp"]),
                                            "PROPERTIES", "COMPILE_DEFINITIONS", f"MAX_KERNEL_NUM={n}"]]
     # the schema headers: flatc with the list's arguments in the tree's schema folder
     (custom,) = calls["CUSTOM_COMMAND"]
@@ -134,6 +139,54 @@ def test_registration_is_the_one_list_plus_the_models_kernels(
                        *(Path(s).name for s in lists.schema_srcs)]
     assert custom[custom.index("WORKING_DIRECTORY") + 1] == str(et / "schema")
     assert calls["DEPENDENCIES"] == [["__idf_executorch_espnn", "executorch_schema_headers"]]
+
+
+def units(bin_dir: Path, et: Path, rels: list[str] | tuple[str, ...]) -> list[str]:
+    """The files the component registers for sources `rels` of the tree `et`: one per source in
+    its build folder, named after the source's whole path, that includes the source (checked
+    here), so no two objects can share a name whatever the builder names them after."""
+    out = []
+    for rel in rels:
+        unit = bin_dir / "src" / rel.replace("/", "__")
+        assert f'#include "{et / rel}"' in unit.read_text().splitlines(), unit
+        out.append(str(unit))
+    return out
+
+
+# portable and quantized kernels in files of one name: op_embedding.cpp (aten::embedding and
+# quantized_decomposed::embedding_byte, which one model can use together) and op_add.cpp
+SAME_NAME_OPERATORS = ("aten::embedding.out", "quantized_decomposed::embedding_byte.out")
+BOTH_ADDS = ("kernels/portable/cpu/op_add.cpp", "kernels/quantized/cpu/op_add.cpp")
+
+
+def test_kernels_of_one_file_name_get_objects_of_their_own(
+        tmp_path: Path, trees: tuple[Path, Path]) -> None:
+    """Both op_embedding.cpp (selected by the kernel driver) and both op_add.cpp: every file the
+    component registers has a name of its own, so espressif32's espidf.py, which names the
+    objects of sources outside the project $BUILD_DIR/<file name>.o, builds one object per
+    source.  (The kernel driver itself refuses aten::add.out beside quantized_decomposed::add.out:
+    ExecuTorch's codegen cannot register both, test_selective.py; the two op_add.cpp are added to
+    its kernels.cmake here, as a hand-written one for idf.py could list them.)"""
+    lists = rs.load()
+    cmake_file = write_kernels(tmp_path / "model", SAME_NAME_OPERATORS)
+    with cmake_file.open("a") as fp:
+        fp.write(f"list(APPEND ESPNN_KERNEL_SRCS {' '.join(BOTH_ADDS)})\n")
+    kernel_srcs = [*lists.kernel_sources(SAME_NAME_OPERATORS), *BOTH_ADDS]
+    assert {"kernels/portable/cpu/op_embedding.cpp",
+            "kernels/quantized/cpu/op_embedding.cpp"} <= set(kernel_srcs)
+    folder = component_folder(tmp_path, **good_inputs(trees, cmake_file))
+    proc = fake_idf(folder, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (srcs,) = recorded(tmp_path)["SRCS"]
+    et = trees[0].resolve()
+    want = [*lists.runtime_srcs, *kernel_srcs, *lists.kernel_support_srcs]
+    assert srcs[:-1] == units(tmp_path / "bin", et, want)
+    names = [Path(s).name for s in srcs]
+    assert len(set(names)) == len(names)
+    # a second configure leaves the files alone (a no-op build compiles nothing)
+    before = {s: Path(s).stat().st_mtime_ns for s in srcs[:-1]}
+    assert fake_idf(folder, tmp_path).returncode == 0
+    assert {s: Path(s).stat().st_mtime_ns for s in srcs[:-1]} == before
 
 
 def test_a_tree_named_executorch_alone_in_its_folder_is_included_from_there(
@@ -346,7 +399,7 @@ def test_idf_project_adds_the_three_components(tmp_path: Path, trees: tuple[Path
     bin_tmp.mkdir()
     assert fake_idf(gen / "executorch", bin_tmp).returncode == 0
     (srcs,) = recorded(bin_tmp)["SRCS"]
-    assert srcs[0] == str(trees[0].resolve() / rs.load().runtime_srcs[0])
+    assert srcs[0] == units(bin_tmp / "bin", trees[0].resolve(), [rs.load().runtime_srcs[0]])[0]
     # a second configure leaves the generated files alone (an unchanged build stays one)
     before = {p: p.stat().st_mtime_ns for p in gen.rglob("*") if p.is_file()}
     assert idf_project(tmp_path, ESPNN_MODEL_DIR=str(model_dir), EXECUTORCH_SOURCE_DIR=str(trees[0]),

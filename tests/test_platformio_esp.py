@@ -10,8 +10,10 @@ EXTRA_COMPONENT_DIRS, the runtime as the generated `executorch` component; Ardui
 paths, the component library, the runtime and kernel libraries from the one source list with
 the -u rule and MAX_KERNEL_NUM, and real ESP-NN's sources for the chip, never host_espnn/), and
 without the base an ESP board fails with the install command.  What it cannot prove: that the
-real espressif32 6.13, ESP-IDF and Arduino-ESP32 compile and link it (tests/test_idf_executorch.py
-and the host board built from source compile the runtime's side with real compilers).
+real espressif32 6.13, ESP-IDF and Arduino-ESP32 take it the same way (tests/test_real_builders.py
+drives the real Arduino builders when their trees are named; tests/test_idf_esp_nn.py ESP-IDF's
+component manager) and that chip compilers compile and link it (tests/test_idf_executorch.py and
+the host board built from source compile the runtime's side with real compilers).
 """
 
 from __future__ import annotations
@@ -165,10 +167,11 @@ def _check_runtime_libraries(rec: dict[str, Any], build: Path) -> None:
     assert kernels["sources"] == sorted(
         [str(et / s) for s in kernel_srcs]
         + [str(build / "executorch" / "kernels" / "RegisterCodegenUnboxedKernels.cpp")])
-    names = [lib["name"] for lib in rec["libraries"]]
-    # each library references the next: registration -> kernels -> runtime
-    assert names.index("libexecutorch_kernels.a") < names.index("libexecutorch_runtime.a")
-    assert names.index("libexecutorch_espnn.a") < names.index("libexecutorch_runtime.a")
+    # all handed to the link; their order is no contract: the real Arduino-ESP32 link puts them
+    # into its one --start-group with the SDK's libraries (tests/test_real_builders.py)
+    names = {lib["name"] for lib in rec["libraries"]}
+    assert {"libexecutorch_kernels.a", "libexecutorch_runtime.a", "libexecutorch_espnn.a",
+            "libesp_nn.a"} <= names
     assert "-Wl,-u,executorch_espnn_register_kernels" in rec["linkflags"]
     # <executorch/...> resolves into the tree, the schema headers come from the build folder
     inc = [Path(p) for p in rec["cpppath"]]
@@ -191,10 +194,14 @@ def _check_runtime_component(rec: dict[str, Any], build: Path, tmp_path: Path) -
     et = Path(rec["sources"]["ESPNN_ET_SOURCE_DIR"]).resolve()
     ops = _model_operators(build)
     kernel_srcs = [*lists.kernel_sources(ops), *lists.kernel_support_srcs] if ops else []
-    assert srcs == [*(str(et / s) for s in (*lists.runtime_srcs, *kernel_srcs)),
+    from tests.test_idf_executorch import units
+
+    bin_dir = (tmp_path / "executorch.txt").with_suffix(".bin")
+    assert srcs == [*units(bin_dir, et, [*lists.runtime_srcs, *kernel_srcs]),
                     str(build / "executorch" / "kernels" / "RegisterCodegenUnboxedKernels.cpp")]
     assert "LINK=INTERFACE;-u executorch_espnn_register_kernels" in lines
-    assert f"SOURCE_PROPERTIES={et / 'runtime/kernel/operator_registry.cpp'};PROPERTIES;" \
+    (registry,) = units(bin_dir, et, ["runtime/kernel/operator_registry.cpp"])
+    assert f"SOURCE_PROPERTIES={registry};PROPERTIES;" \
            f"COMPILE_DEFINITIONS;MAX_KERNEL_NUM={max(1, _registered(build))}" in lines
 
 
@@ -238,11 +245,16 @@ def test_arduino_handoff_to_base(core_with_base: Path, plain_pte: Path, tmp_path
     # the project tree is untouched: everything generated lives in the build folder
     assert sorted(p.name for p in proj.iterdir()) == [".pio", "plain.pte", "platformio.ini", "src"]
 
-    # a no-op build regenerates nothing (the kernel step's key, the model step's)
+    # a no-op build regenerates nothing (the kernel step's key, the model step's); verbose, it
+    # prints every command, espressif32's ElfToBin as Arduino-ESP32 2.0.x edits it on a deep
+    # copy of the action included (builder/espnn_pio/scons_compat.py)
     kernels = build / "executorch" / "kernels"
     before = {p: p.stat().st_mtime_ns for p in kernels.iterdir()}
-    r = h.pio(core_with_base, proj, "run", "-e", "esp32dev", timeout=300).check()
+    r = h.pio(core_with_base, proj, "run", "-v", "-e", "esp32dev", timeout=300).check()
     assert "registered for the firmware" not in r.output and "lowering" not in r.output
+    rel = build.relative_to(proj)
+    assert f'shutil.copyfile(sys.argv[1], sys.argv[2])" {rel}/handoff.json {rel}/firmware.bin\n' \
+        in r.output, r.output[-3000:]
     assert {p: p.stat().st_mtime_ns for p in kernels.iterdir()} == before
 
 
@@ -262,15 +274,20 @@ def test_espidf_handoff_adds_components(core_with_base: Path, plain_pte: Path, t
     dirs = rec["cmake_extra_args"].split("-DEXTRA_COMPONENT_DIRS:PATH=")[1].split('"')[0].split(";")
     wrapper = build / "executorch" / "components" / "executorch_espnn"
     runtime = build / "executorch" / "components" / "executorch"
-    assert dirs == [str(proj / "src"), str(wrapper), str(runtime),
+    # the ESP-NN tree the environment names (ESPNN_ESP_NN_DIR) is the ESP-IDF component esp-nn
+    # (a folder of that name), so the component manager is asked for nothing
+    esp_nn = build / "executorch" / "components" / "esp-nn"
+    assert dirs == [str(proj / "src"), str(esp_nn), str(wrapper), str(runtime),
                     str(build / "executorch" / "espnn_model")]
+    assert esp_nn.resolve() == Path(rec["sources"]["ESPNN_ESPNN_DIR"]).resolve()
+    assert (esp_nn / "CMakeLists.txt").is_file()
     for key, value in rec["sources"].items():  # the trees reach CMake for the runtime component
         if value:
             assert f'"-D{key}:PATH={value}"' in rec["cmake_extra_args"]
     assert rec["libraries"] == []  # ESP-IDF compiles; nothing is built as an SCons library
     cmake = (build / "executorch" / "espnn_model" / "CMakeLists.txt").read_text()
     assert 'SRCS "model_pte_data.S"' in cmake and "REQUIRES executorch_espnn" in cmake
-    check_idf_wrapper(wrapper, tmp_path)
+    check_idf_wrapper(wrapper, tmp_path, local_esp_nn=True)
     _check_runtime_component(rec, build, tmp_path)
 
 
@@ -293,12 +310,24 @@ def _fake_idf_registration(component: Path, out: Path) -> list[str]:
     return lines
 
 
-def check_idf_wrapper(wrapper: Path, tmp_path: Path) -> None:
+def check_idf_wrapper(wrapper: Path, tmp_path: Path, local_esp_nn: bool = False) -> None:
     """The folder named executorch_espnn is espnn_component for ESP-IDF: registering it gives
     exactly the component's own registration (same sources, includes, requirements, link
-    options), its Kconfig shows the component's menu, and its manifest is the component's."""
+    options), its Kconfig shows the component's menu, and its manifest is the component's
+    (`local_esp_nn`: without the espressif/esp-nn dependency, everything else the same)."""
+    import yaml
+
     comp = h.ROOT / "espnn_component"
-    assert (wrapper / "idf_component.yml").read_bytes() == (comp / "idf_component.yml").read_bytes()
+    own = yaml.safe_load((comp / "idf_component.yml").read_text())
+    given = yaml.safe_load((wrapper / "idf_component.yml").read_text())
+    if local_esp_nn:
+        assert "espressif/esp-nn" in own["dependencies"]
+        del own["dependencies"]["espressif/esp-nn"]
+        assert given == own
+        assert set(given["dependencies"]) == {"idf"}  # nothing the registry must serve
+    else:
+        assert (wrapper / "idf_component.yml").read_bytes() == \
+            (comp / "idf_component.yml").read_bytes()
     real = _fake_idf_registration(comp, tmp_path / "real.txt")
     wrapped = _fake_idf_registration(wrapper, tmp_path / "wrapped.txt")
     assert wrapped == real

@@ -1,0 +1,232 @@
+"""The examples built by the real espressif32 builders (gated: skipped unless the trees are named).
+
+- ESPNN_ESPRESSIF32_DIR: a platformio/platform-espressif32 checkout at v6.13.x, installed into a
+  test PlatformIO core as a user installs a local platform;
+- ESPNN_ARDUINO_ESP32_DIR: an Arduino-ESP32 2.x framework package (framework-arduinoespressif32:
+  tools/platformio-build.py, tools/sdk/<chip>), given to the build with `platform_packages`;
+- ESPNN_ESP_IDF_DIR: ESP-IDF 5.x (the ESP-IDF pairs; see test_espidf_* below).
+
+The toolchains and esptool are logging wrappers (devkit/real_builders.py): the real builder
+scripts run to the end, every command they ran is read back and checked the way the stand-in
+tests (tests/test_platformio_esp.py) check what reached the stand-in: the model's header and
+.S, ExecuTorch's runtime and kernel libraries from the one source list (objects named after the
+sources' whole paths), the -u rule, ESP-NN's sources for the chip, the component's include
+folder, C++17 for the component, and the one link that takes them.  For the ESP32-C3, Debian's
+RISC-V GCC compiles every source for real with the framework's flags and headers
+(devkit/real_builders.py riscv_compilers: newlib's and libstdc++'s headers from Debian); for
+the Xtensa chips nothing is compiled (no Xtensa GCC can be had; clang-22's Xtensa backend has no
+esp32s3 CPU and needs other flags than the framework passes).  Nothing is linked: the link line is
+checked, not run (linking the C3 firmware with Debian's RISC-V linker against the framework
+package's precompiled SDK libraries was not tried).  The ExecuTorch/flatbuffers/ESP-NN trees are the stand-in ones unless
+EXECUTORCH_SOURCE_DIR / FLATBUFFERS_SOURCE_DIR / ESPNN_ESP_NN_DIR name real ones.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from devkit import pio_helpers as h
+from devkit import real_builders as rb
+from executorch_espnn import runtime_sources as rs
+from executorch_espnn.firmware import esp_nn_sources
+
+ARDUINO_PAIRS = [("esp32dev", "esp32", "xtensa-esp32-elf"),
+                 ("esp32-s3-devkitc-1", "esp32s3", "xtensa-esp32s3-elf"),
+                 ("esp32-c3-devkitm-1", "esp32c3", "riscv32-esp-elf")]
+
+
+def _need(*names: str) -> None:
+    missing = rb.missing_variables(*names)
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not set: set {rb.ESPRESSIF32_ENV} to a "
+                    "platform-espressif32 checkout at v6.13.x, "
+                    f"{rb.ARDUINO_ENV} to an Arduino-ESP32 2.x framework package and "
+                    f"{rb.IDF_ENV} to ESP-IDF 5.x")
+
+
+@pytest.fixture(scope="module")
+def real_core(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    _need(rb.ESPRESSIF32_ENV)
+    work = tmp_path_factory.mktemp("real")
+    core = work / "core"
+    h.seed_core(core)
+    rb.install_platform(core, Path(os.environ[rb.ESPRESSIF32_ENV]))
+    rb.seed_wrapper_packages(core, rb.riscv_compilers())
+    h.write_standin_sources(core, work)
+    return core
+
+
+def _hello_world(root: Path, envs: str) -> Path:
+    """The hello_world example (its sketch and model) with the real framework package."""
+    proj = root / "hello_world"
+    shutil.copytree(h.example_dir("hello_world") / "src", proj / "src")
+    shutil.copytree(h.example_dir("hello_world") / "model", proj / "model")
+    (proj / "platformio.ini").write_text(
+        f"[env]\nplatform = {h.platform_spec()}\nframework = arduino\n"
+        "custom_executorch_model = model/mlp.py\ncustom_executorch_selftest = 4\n"
+        f"platform_packages = framework-arduinoespressif32 @ symlink://{os.environ[rb.ARDUINO_ENV]}\n"
+        + envs)
+    return proj
+
+
+SKETCH = """#include <Arduino.h>
+#include <executorch_espnn.h>
+#include "model_pte.h"
+
+EspnnModel model(model_pte);
+
+void setup() { Serial.begin(115200); if (!model.begin()) Serial.println(model.error()); }
+
+void loop() {
+  if (!model.invoke()) Serial.println(model.error());
+  delay(1000);
+}
+"""
+
+
+def _cpu_kernels_project(root: Path, board: str) -> Path:
+    """A ready .pte with no delegate (its linear and relu stay on the CPU: the kernel step
+    registers their portable kernels) behind the README's sketch."""
+    proj = root / "plain"
+    (proj / "src").mkdir(parents=True)
+    (proj / "src" / "main.cpp").write_text(SKETCH)
+    h.write_plain_pte(proj / "plain.pte")
+    (proj / "platformio.ini").write_text(
+        f"[env:{board}]\nplatform = {h.platform_spec()}\nboard = {board}\nframework = arduino\n"
+        "custom_executorch_model = plain.pte\n"
+        f"platform_packages = framework-arduinoespressif32 @ symlink://{os.environ[rb.ARDUINO_ENV]}\n")
+    return proj
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("board", "mcu", "prefix"), [ARDUINO_PAIRS[0], ARDUINO_PAIRS[2]])
+def test_arduino_cpu_kernels_with_the_real_builders(real_core: Path, tmp_path: Path, board: str,
+                                                    mcu: str, prefix: str) -> None:
+    """The model's CPU kernels: compiled into libexecutorch_kernels.a with the registration
+    (on the C3 by a real compiler)."""
+    _need(rb.ESPRESSIF32_ENV, rb.ARDUINO_ENV)
+    proj = _cpu_kernels_project(tmp_path, board)
+    log = tmp_path / "tools.jsonl"
+    r = h.pio(real_core, proj, "run", "-v", "-e", board, timeout=1200,
+              extra_env={rb.LOG_ENV: str(log)})
+    assert r.returncode == 0, r.output[-8000:]
+    assert "executorch: 3 CPU operator(s) registered for the firmware" in r.output
+    check_arduino_calls(proj / ".pio" / "build" / board, proj, log, mcu, prefix, board,
+                        _trees(real_core))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("board", "mcu", "prefix"), ARDUINO_PAIRS)
+def test_arduino_example_with_the_real_builders(real_core: Path, tmp_path: Path, board: str,
+                                                mcu: str, prefix: str) -> None:
+    """The hello_world example for each chip Arduino-ESP32 2.x builds with espressif32 6.13."""
+    _need(rb.ESPRESSIF32_ENV, rb.ARDUINO_ENV)
+    proj = _hello_world(tmp_path, f"\n[env:{board}]\nboard = {board}\n")
+    log = tmp_path / "tools.jsonl"
+    r = h.pio(real_core, proj, "run", "-v", "-e", board, timeout=1200,
+              extra_env={rb.LOG_ENV: str(log)})
+    assert r.returncode == 0, r.output[-8000:]
+    print(f"\n{board}: " + "; ".join(ln.strip() for ln in r.output.splitlines()
+                                      if ln.startswith((" - framework", "executorch:"))))
+    assert " - framework-arduinoespressif32 @ 3.200" in r.output
+    assert f"executorch: lowering mlp.py for {mcu}" in r.output
+    check_arduino_calls(proj / ".pio" / "build" / board, proj, log, mcu, prefix, board,
+                        _trees(real_core))
+
+
+def _trees(core: Path) -> dict[str, Path]:
+    """The source trees the build was handed: the variables', else the stand-in ones."""
+    standin: dict[str, str] = h.json.loads((core / h.STANDIN_SOURCES).read_text())
+    return {var: Path(os.environ.get(var) or tree).resolve() for var, tree in standin.items()}
+
+
+def check_arduino_calls(build: Path, proj: Path, log: Path, mcu: str, prefix: str,
+                        board: str, trees: dict[str, Path]) -> None:
+    everything = rb.read_log(log)
+    real = [c for c in everything if c.tool.startswith("real:")]
+    calls = [c for c in everything if not c.tool.startswith("real:")]
+    compiles = [c for c in calls if c.source()]
+    if prefix.startswith("riscv32") and rb.riscv_compilers() is not None:
+        # Debian's RISC-V GCC compiled every source for real, with the framework's flags and
+        # headers: the sketch, Arduino's core, the component, ExecuTorch's runtime and kernels,
+        # ESP-NN, the model's .S (a failure would have stopped the build)
+        assert sorted(str(c.source()) for c in real) == sorted(str(c.source()) for c in compiles)
+        assert all(c.returncode == 0 for c in real)
+        print(f"{board}: {len(real)} sources compiled for real by "
+              f"{', '.join(sorted({c.tool[5:] for c in real}))}")
+    elif prefix.startswith("riscv32"):
+        print(f"{board}: no RISC-V GCC with newlib and libstdc++ headers here: logged only")
+    by_source = {c.source(): c for c in compiles}
+    assert all(c.tool.startswith(prefix) for c in calls if c.tool != "esptool.py")
+    build = build.resolve()
+
+    # the generated model: its header on the sketch's include path, its bytes assembled
+    gen = build / "executorch" / "espnn_model"
+    sketch = by_source[(proj / "src" / "main.cpp").resolve()]
+    assert gen in sketch.includes()
+    assert build / "executorch" / "model_pte_data.o" in [c.object() for c in compiles]
+
+    # ExecuTorch's runtime and the model's kernels: every listed source, one object each,
+    # named after its whole path, ExecuTorch's warnings off
+    lists = rs.load()
+    et = trees["EXECUTORCH_SOURCE_DIR"]
+    for rel in lists.runtime_srcs:
+        call = by_source[et / rel]
+        assert call.object() == build / "executorch_runtime" / f"{rel}.o"
+        assert "-w" in call.args
+    registry = by_source[et / "runtime/kernel/operator_registry.cpp"]
+    assert any(a.startswith("-DMAX_KERNEL_NUM=") for a in registry.args)
+    kernels = [c for c in compiles if (build / "executorch_kernels") in (c.object() or build).parents]
+    text = (build / "executorch" / "kernels" / "kernels.cmake").read_text()
+    block = re.search(r"set\(ESPNN_KERNEL_SRCS([^)]*)\)", text)
+    selected = block.group(1).split() if block else []
+    want = [et / s for s in (*selected, *(lists.kernel_support_srcs if selected else ()))]
+    assert sorted(str(c.source()) for c in kernels) == sorted(
+        [str(build / "executorch" / "kernels" / "RegisterCodegenUnboxedKernels.cpp"),
+         *(str(p) for p in want)])
+    objects = [c.object() for c in compiles]
+    assert len(set(objects)) == len(objects)  # no two sources share an object
+
+    # ESP-NN from its tree with what its build selects for the chip
+    esp_nn = trees["ESPNN_ESP_NN_DIR"]
+    nn = sorted(str(s.relative_to(esp_nn)) for s in by_source if s.is_relative_to(esp_nn))
+    assert nn == sorted(esp_nn_sources.sources_for(mcu))
+
+    # the component: C++17 whatever Arduino-ESP32 asks for (gnu++11), its include folder, the
+    # framework's SDK headers
+    comp = (h.ROOT / "espnn_component").resolve()
+    ours = [c for s, c in by_source.items() if s.is_relative_to(comp) and s.suffix == ".cpp"]
+    assert ours
+    for c in [*ours, sketch]:
+        assert [a for a in c.args if a.startswith("-std=")][-1] == "-std=gnu++17", c.args
+    assert comp / "include" in sketch.includes()
+    sdk = [p for p in ours[0].includes() if f"tools/sdk/{mcu}/include" in str(p)]
+    assert len(sdk) > 50, ours[0].includes()
+
+    # the one link: the -u rule, the kernels before the runtime, ESP-NN, the component
+    (link,) = [c for c in calls if c.object() == build / "firmware.elf"]
+    args = link.args
+    assert "-Wl,-u,executorch_espnn_register_kernels" in args
+    names = [Path(a).name for a in args if a.endswith(".a")] + \
+        [f"lib{a[2:]}.a" for a in args if a.startswith("-l")]
+    for lib in ("libexecutorch_kernels.a", "libexecutorch_runtime.a", "libesp_nn.a",
+                "libexecutorch_espnn.a"):
+        assert lib in names, (lib, names)
+    # Arduino-ESP32's link: our libraries inside its one --start-group/--end-group with the
+    # SDK's (so their order does not matter); the model's bytes and the PAL as objects before it
+    (start,) = [i for i, a in enumerate(args) if a == "-Wl,--start-group"]
+    end = args.index("-Wl,--end-group")
+    group = [Path(a).name for a in args[start:end] if a.endswith(".a")]
+    assert {"libexecutorch_kernels.a", "libexecutorch_runtime.a", "libesp_nn.a",
+            "libexecutorch_espnn.a"} <= set(group), group
+    before = [Path(a).name for a in args[:start] if a.endswith(".o")]
+    assert {"model_pte_data.o", "espnn_pal_idf.o", "main.cpp.o"} <= set(before), before
+    print(f"{board}: {len(compiles)} compile commands ({len(lists.runtime_srcs)} runtime sources, "
+          f"{len(kernels)} kernel objects, {len(nn)} ESP-NN sources, {len(ours)} component C++ "
+          f"sources, {len(sdk)} SDK include folders); one link of {len(args)} arguments, "
+          f"{args.count('-Wl,--start-group')} --start-group")
