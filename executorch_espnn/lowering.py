@@ -13,7 +13,7 @@ import contextlib
 import io
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,10 +25,12 @@ from .report import LoweringReport, TensorSpec, build_report
 
 if TYPE_CHECKING:
     import torch
+    from executorch.exir import EdgeProgramManager
     from torch.export import ExportedProgram
 
     from .accuracy import AccuracyReport
     from .modelfile import ValidationData
+    from .partitioner import EspNNPartitioner
     from .quantizer import EspNNQuantizer
     from .selftest import SelfTest
 
@@ -179,55 +181,15 @@ def lower(
     allows (see executorch_espnn.program_io).  An input or output with no int8 form raises
     ``LoweringError`` naming it.
     """
-    import torch
-
     from .program_io import check_io
     from .selftest import check_count
 
     io_kind = check_io(io)
     tgt = check_target(target)
     n_selftest = check_count(selftest)
-    say: Progress = progress or (lambda _msg: None)
-    times: dict[str, float] = {}
+    stages = _Stages(progress or (lambda _msg: None))
 
-    def stage(i: int, name: str, detail: str = "") -> float:
-        say(f"[{i}/4] {_STAGE_TITLES[name]}{detail} ...")
-        return time.perf_counter()
-
-    def done(i: int, name: str, t0: float) -> None:
-        times[name] = time.perf_counter() - t0
-        say(f"[{i}/4] {_STAGE_TITLES[name]}: {times[name]:.2f} s")
-
-    # 1. export
-    if isinstance(model, torch.export.ExportedProgram):
-        ep = model
-        if example_inputs is None:
-            if ep.example_inputs is None:
-                raise LoweringError(
-                    "the ExportedProgram carries no example inputs; pass example_inputs= to lower()"
-                )
-            example_inputs = tuple(ep.example_inputs[0])
-        t0 = stage(1, "export", " (already exported)")
-        done(1, "export", t0)
-    elif isinstance(model, torch.nn.Module):
-        if example_inputs is None:
-            raise LoweringError(
-                "lower() needs example_inputs for an nn.Module: a tuple of tensors, e.g. (torch.randn(1, 3, 96, 96),)"
-            )
-        if not isinstance(example_inputs, tuple):
-            raise LoweringError(
-                f"example_inputs must be a tuple of tensors, got {type(example_inputs).__name__}; "
-                "wrap a single tensor as (x,)"
-            )
-        from .quantizer.workflow import export_model
-
-        t0 = stage(1, "export", f" {type(model).__name__}")
-        ep = export_model(model, example_inputs)
-        done(1, "export", t0)
-    else:
-        raise LoweringError(
-            f"lower() takes a torch.nn.Module or a torch.export.ExportedProgram, got {type(model).__name__}"
-        )
+    ep, example_inputs = _export_stage(stages, model, example_inputs)
     input_names = list(ep.graph_signature.user_inputs)
     val = _validation_data(validation, example_inputs)  # checked before any lowering work
     samples: tuple[list[tuple[Any, ...]], str] | None = None
@@ -236,83 +198,27 @@ def lower(
             calibration = list(calibration)  # read twice: calibration, then the self-test samples
         samples = _selftest_samples(n_selftest, example_inputs, val, calibration)
 
-    # 2. quantize + calibrate
-    calibrated: bool | None
     already_quantized = _is_quantized(ep)
-    if already_quantized:
-        from .quantizer.scheme import check_quantized_scheme
-
-        t0 = stage(2, "quantize", " (already quantized: skipped)")
-        check_quantized_scheme(ep)  # one clear error for a scheme the delegate cannot run
-        qep = ep
-        calibrated = None
-        done(2, "quantize", t0)
-    else:
-        from .quantizer import quantize
-
-        detail = "" if calibration is not None else " (no calibration data: random inputs)"
-        t0 = stage(2, "quantize", detail)
-        # the program of stage 1 goes in as it is: quantize() would otherwise export it again
-        q = quantize(ep, example_inputs, calibration, quantizer,
-                     exported_in_eval_mode=isinstance(model, torch.nn.Module))
-        try:
-            qep = torch.export.export(q.graph_module, example_inputs)
-        except Exception as exc:
-            raise ExportError(f"exporting the quantized model failed: {_first_line(exc)}") from exc
-        calibrated = q.calibrated
-        done(2, "quantize", t0)
-
-    # 3. partition + preprocess
-    from executorch.exir import to_edge_transform_and_lower
-
-    from .backend import EspNNDelegateBackend  # noqa: F401  (registers the backend by class name)
-    from .partitioner import EspNNPartitioner
-
-    partitioner = EspNNPartitioner(target=tgt, allow_cpu_fallback=not strict, int8_io=io_kind == "int8")
-    t0 = stage(3, "partition", f" for {tgt}")
-    try:
-        edge = to_edge_transform_and_lower(qep, partitioner=[partitioner])
-    except EspNNError:
-        raise
-    except Exception as exc:
-        raise LoweringError(f"partitioning/preprocess failed: {_first_line(exc)}") from exc
-    done(3, "partition", t0)
+    qep, calibrated = _quantize_stage(stages, model, ep, example_inputs, calibration, quantizer)
+    partitioner, edge = _partition_stage(stages, qep, tgt, strict, int8_io=io_kind == "int8")
 
     accuracy = None
-    if val is not None:
-        from .accuracy import evaluate
-
-        say(f"accuracy: {len(val)} sample(s) of the {val.source}: float, PT2E and ESP-NN (bit-exact "
-            "reference) ...")
-        # (on the float-I/O program: int8 I/O only drops the boundary quantize/dequantize)
-        accuracy = evaluate(None if already_quantized else ep, qep, edge.exported_program(), val)
-        say(f"accuracy: {accuracy.seconds:.2f} s")
+    if val is not None:  # (on the float-I/O program: int8 I/O only drops the boundary q/dq)
+        accuracy = _accuracy(stages, val, None if already_quantized else ep, qep, edge)
     if io_kind == "int8":
         from .program_io import quantize_io
 
         edge = quantize_io(edge)
-        say("int8 program I/O: the boundary quantize/dequantize removed (ExecuTorch's QuantizeInputs/"
-            "QuantizeOutputs)")
+        stages.say("int8 program I/O: the boundary quantize/dequantize removed (ExecuTorch's "
+                   "QuantizeInputs/QuantizeOutputs)")
     selftest_io = None
     if samples is not None:
         # before to_executorch(): its passes rewrite the edge program's graph in place
-        selftest_io = _selftest_reference(edge.exported_program(), qep, samples, input_names, say,
+        selftest_io = _selftest_reference(edge.exported_program(), qep, samples, input_names, stages.say,
                                           int8_inputs=io_kind == "int8")
 
-    # 4. to_executorch
-    # quantize/dequantize left on the CPU need their out variants registered (the AOT
-    # library of ExecuTorch's quantized kernels)
-    import executorch.kernels.quantized  # noqa: F401
-
-    t0 = stage(4, "to_executorch")
-    try:
-        et = edge.to_executorch()
-        pte = bytes(et.buffer)
-    except Exception as exc:
-        raise LoweringError(f"to_executorch failed: {_first_line(exc)}") from exc
-    done(4, "to_executorch", t0)
-
-    timings = StageTimings(**times)
+    pte = _to_executorch_stage(stages, edge)
+    timings = StageTimings(**stages.times)
     report = build_report(
         pte,
         decisions=partitioner.decisions,
@@ -330,6 +236,135 @@ def lower(
         source, stored, outputs = selftest_io
         st = build_selftest(source, stored, outputs, report.outputs)
     return LoweredModel(pte, report, timings, qep, st, accuracy)
+
+
+class _Stages:
+    """The progress lines ("[i/4] stage ...", "[i/4] stage: 1.23 s") and each stage's seconds."""
+
+    def __init__(self, say: Progress) -> None:
+        self.say = say
+        self.times: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def run(self, i: int, name: str, detail: str = "") -> Iterator[None]:
+        self.say(f"[{i}/4] {_STAGE_TITLES[name]}{detail} ...")
+        t0 = time.perf_counter()
+        yield
+        self.times[name] = time.perf_counter() - t0
+        self.say(f"[{i}/4] {_STAGE_TITLES[name]}: {self.times[name]:.2f} s")
+
+
+def _export_stage(
+    stages: _Stages, model: torch.nn.Module | ExportedProgram, example_inputs: tuple[Any, ...] | None
+) -> tuple[ExportedProgram, tuple[Any, ...]]:
+    """1. The exported program and its example inputs (a program's own when none are given)."""
+    import torch
+
+    if isinstance(model, torch.export.ExportedProgram):
+        if example_inputs is None:
+            if model.example_inputs is None:
+                raise LoweringError(
+                    "the ExportedProgram carries no example inputs; pass example_inputs= to lower()"
+                )
+            example_inputs = tuple(model.example_inputs[0])
+        with stages.run(1, "export", " (already exported)"):
+            pass
+        return model, example_inputs
+    if not isinstance(model, torch.nn.Module):
+        raise LoweringError(
+            f"lower() takes a torch.nn.Module or a torch.export.ExportedProgram, got {type(model).__name__}"
+        )
+    if example_inputs is None:
+        raise LoweringError(
+            "lower() needs example_inputs for an nn.Module: a tuple of tensors, e.g. (torch.randn(1, 3, 96, 96),)"
+        )
+    if not isinstance(example_inputs, tuple):
+        raise LoweringError(
+            f"example_inputs must be a tuple of tensors, got {type(example_inputs).__name__}; "
+            "wrap a single tensor as (x,)"
+        )
+    from .quantizer.workflow import export_model
+
+    with stages.run(1, "export", f" {type(model).__name__}"):
+        ep = export_model(model, example_inputs)
+    return ep, example_inputs
+
+
+def _quantize_stage(
+    stages: _Stages,
+    model: torch.nn.Module | ExportedProgram,
+    ep: ExportedProgram,
+    example_inputs: tuple[Any, ...],
+    calibration: Iterable[Any] | None,
+    quantizer: EspNNQuantizer | None,
+) -> tuple[ExportedProgram, bool | None]:
+    """2. The quantized program, and whether it was calibrated on real data (None: the model
+    came quantized)."""
+    import torch
+
+    if _is_quantized(ep):
+        from .quantizer.scheme import check_quantized_scheme
+
+        with stages.run(2, "quantize", " (already quantized: skipped)"):
+            check_quantized_scheme(ep)  # one clear error for a scheme the delegate cannot run
+        return ep, None
+    from .quantizer import quantize
+
+    detail = "" if calibration is not None else " (no calibration data: random inputs)"
+    with stages.run(2, "quantize", detail):
+        # the program of stage 1 goes in as it is: quantize() would otherwise export it again
+        q = quantize(ep, example_inputs, calibration, quantizer,
+                     exported_in_eval_mode=isinstance(model, torch.nn.Module))
+        try:
+            qep = torch.export.export(q.graph_module, example_inputs)
+        except Exception as exc:
+            raise ExportError(f"exporting the quantized model failed: {_first_line(exc)}") from exc
+    return qep, q.calibrated
+
+
+def _partition_stage(
+    stages: _Stages, qep: ExportedProgram, target: str, strict: bool, *, int8_io: bool
+) -> tuple[EspNNPartitioner, EdgeProgramManager]:
+    """3. The edge program with the ESP-NN delegates, and the partitioner's decisions."""
+    from executorch.exir import to_edge_transform_and_lower
+
+    from .backend import EspNNDelegateBackend  # noqa: F401  (registers the backend by class name)
+    from .partitioner import EspNNPartitioner
+
+    partitioner = EspNNPartitioner(target=target, allow_cpu_fallback=not strict, int8_io=int8_io)
+    with stages.run(3, "partition", f" for {target}"):
+        try:
+            edge = to_edge_transform_and_lower(qep, partitioner=[partitioner])
+        except EspNNError:
+            raise
+        except Exception as exc:
+            raise LoweringError(f"partitioning/preprocess failed: {_first_line(exc)}") from exc
+    return partitioner, edge
+
+
+def _accuracy(stages: _Stages, val: ValidationData, float_program: ExportedProgram | None,
+              qep: ExportedProgram, edge: EdgeProgramManager) -> AccuracyReport:
+    """Float vs PT2E vs ESP-NN's bit-exact result on the validation samples."""
+    from .accuracy import evaluate
+
+    stages.say(f"accuracy: {len(val)} sample(s) of the {val.source}: float, PT2E and ESP-NN "
+               "(bit-exact reference) ...")
+    accuracy = evaluate(float_program, qep, edge.exported_program(), val)
+    stages.say(f"accuracy: {accuracy.seconds:.2f} s")
+    return accuracy
+
+
+def _to_executorch_stage(stages: _Stages, edge: EdgeProgramManager) -> bytes:
+    """4. The .pte bytes."""
+    # quantize/dequantize left on the CPU need their out variants registered (the AOT
+    # library of ExecuTorch's quantized kernels)
+    import executorch.kernels.quantized  # noqa: F401
+
+    with stages.run(4, "to_executorch"):
+        try:
+            return bytes(edge.to_executorch().buffer)
+        except Exception as exc:
+            raise LoweringError(f"to_executorch failed: {_first_line(exc)}") from exc
 
 
 def _validation_data(

@@ -100,7 +100,23 @@ def _setup_partition(env: Any, info: ModelInfo, image: Path, is_host: bool) -> b
     return True
 
 
+class _Stop(Exception):
+    """A setup stage's error: its message is what ``pio run`` prints (``_fail``)."""
+
+
+Built = list[tuple[options.ModelOptions, model_step.StepPaths, ModelInfo, bool]]
+
+
 def setup(env: Any) -> None:
+    """The model step's hand-off to the build, in named stages; the first error stops it with
+    one line (``Error: …``, exit code 1)."""
+    try:
+        _setup(env)
+    except _Stop as stop:
+        _fail(env, str(stop))
+
+
+def _setup(env: Any) -> None:
     platform = env.PioPlatform()
     platform_dir = Path(platform.get_dir())
     try:
@@ -109,61 +125,82 @@ def setup(env: Any) -> None:
         runtime = read_runtime(env)
         storage = read_storage(env, models)
     except options.OptionError as exc:
-        _fail(env, str(exc))
-        return
-
-    kconf = kconfig_glue.for_env(env, platform_dir)
+        raise _Stop(str(exc)) from exc
     is_espidf_esp = "espidf" in _frameworks(env) and not platform.is_host_env()
+    kconf = _apply_kconfig(env, platform_dir, is_espidf_esp)
+    if not _model_work_needed(env, models, storage, is_espidf_esp):
+        return
+    _add_source_trees(env, platform, runtime)
+    step_out = Path(env.subst("$BUILD_DIR")) / model_step.OUT_SUBDIR
+    built = _lower_models(env, models, storage, step_out, platform_dir)
+    _report_models(env, platform, built, kconf, shared)
+    if runtime == "source":
+        _select_kernels(env, step_out, platform_dir, built)
+    _hand_over(env, platform, built, storage, shared, step_out, is_espidf_esp)
+
+
+def _apply_kconfig(env: Any, platform_dir: Path, is_espidf_esp: bool) -> Any:
+    """The env's Kconfig: ESP-IDF's own menuconfig on espidf ESP builds, ours elsewhere."""
+    kconf = kconfig_glue.for_env(env, platform_dir)
     if not is_espidf_esp:
         kconfig_glue.add_menuconfig_target(env, kconf)
         try:
             kconfig_glue.apply(env, kconf)
         except kconfig_glue.KconfigGlueError as exc:
-            _fail(env, str(exc))
-            return
+            raise _Stop(str(exc)) from exc
     env["ESPNN_KCONFIG"] = kconf
+    return kconf
 
+
+def _model_work_needed(env: Any, models: list[options.ModelOptions], storage: options.StorageOptions,
+                       is_espidf_esp: bool) -> bool:
+    """False when there is no model, or the targets asked for need none (clean, menuconfig)."""
     targets = set(_command_line_targets())
     if partition_step.UPLOAD_TARGET in targets and not storage.is_partition:
-        _fail(env, f"`pio run -t {partition_step.UPLOAD_TARGET}` writes a model partition, and this env "
-                   f"embeds its model in the app ({options.STORAGE} = embedded): set "
-                   f"`{options.STORAGE} = partition` or upload the app with `pio run -t upload`")
-        return
+        raise _Stop(f"`pio run -t {partition_step.UPLOAD_TARGET}` writes a model partition, and this env "
+                    f"embeds its model in the app ({options.STORAGE} = embedded): set "
+                    f"`{options.STORAGE} = partition` or upload the app with `pio run -t upload`")
     if not models:
-        return
-    if targets and targets <= _NO_MODEL_TARGETS and not is_espidf_esp:
-        return
+        return False
+    return not (targets and targets <= _NO_MODEL_TARGETS and not is_espidf_esp)
 
-    # the runtime's, flatbuffers' and (ESP boards) ESP-NN's pinned trees, before the lowering's
-    # minutes
+
+def _add_source_trees(env: Any, platform: Any, runtime: str) -> None:
+    """The runtime's, flatbuffers' and (ESP boards) ESP-NN's pinned trees, before the
+    lowering's minutes."""
     try:
         if not platform.is_host_env():
             source_step.add_sources(env)
         elif runtime == "source":
             source_step.add_runtime_sources(env)
     except sources.SourceError as exc:
-        _fail(env, str(exc))
-        return
+        raise _Stop(str(exc)) from exc
 
-    step_out = Path(env.subst("$BUILD_DIR")) / model_step.OUT_SUBDIR
-    built: list[tuple[options.ModelOptions, model_step.StepPaths, ModelInfo, bool]] = []
-    for opts in models:  # each model its own lowering, cache and generated files
+
+def _lower_models(env: Any, models: list[options.ModelOptions], storage: options.StorageOptions,
+                  step_out: Path, platform_dir: Path) -> Built:
+    """Each model its own lowering, cache and generated files."""
+    built: Built = []
+    for opts in models:
         paths = model_step.paths_for(step_out, opts)
         try:
             ran = model_step.run(opts, paths, env.subst("$PYTHONEXE"), platform_dir, storage)
             info = model_step.load_info(paths)
         except model_step.StepError as exc:
-            _fail(env, str(exc))
-            return
+            raise _Stop(str(exc)) from exc
         built.append((opts, paths, info, ran))
+    return built
+
+
+def _report_models(env: Any, platform: Any, built: Built, kconf: Any, shared: bool) -> None:
+    """The build summary and the RAM check against the board's budget (an error when it
+    cannot fit, a warning when it is tight)."""
     infos = [info for _, _, info, _ in built]
     any_ran = any(ran for *_, ran in built)
-
     try:
         budget = _ram_budget(env, platform, infos, kconf, shared)
     except kconfig_glue.KconfigGlueError as exc:
-        _fail(env, str(exc))
-        return
+        raise _Stop(str(exc)) from exc
     for opts, paths, _, ran in built:
         if not ran:
             what = f"{opts.name} ({opts.model.name})" if opts.name else opts.model.name
@@ -178,28 +215,32 @@ def setup(env: Any) -> None:
     if problem is not None:
         message, is_error = problem
         if is_error:
-            _fail(env, message)
-            return
+            raise _Stop(message)
         if any_ran:
             print(f"Warning: {message}")
 
-    if runtime == "source":
-        try:
-            kernels, _ = kernel_step.run(
-                step_out, runtime_build.list_file(platform_dir / "espnn_component"),
-                env.subst("$PYTHONEXE"), platform_dir, [paths.pte for _, paths, _, _ in built])
-        except kernel_step.KernelStepError as exc:
-            _fail(env, str(exc))
-            return
-        env["ESPNN_KERNELS"] = kernels
 
-    first = built[0][1]
-    if storage.is_partition and not _setup_partition(env, infos[0], first.image, platform.is_host_env()):
+def _select_kernels(env: Any, step_out: Path, platform_dir: Path, built: Built) -> None:
+    """The CPU kernels the models' programs call, and their registration."""
+    try:
+        kernels, _ = kernel_step.run(
+            step_out, runtime_build.list_file(platform_dir / "espnn_component"),
+            env.subst("$PYTHONEXE"), platform_dir, [paths.pte for _, paths, _, _ in built])
+    except kernel_step.KernelStepError as exc:
+        raise _Stop(str(exc)) from exc
+    env["ESPNN_KERNELS"] = kernels
+
+
+def _hand_over(env: Any, platform: Any, built: Built, storage: options.StorageOptions, shared: bool,
+               step_out: Path, is_espidf_esp: bool) -> None:
+    """The generated files into the build: the environment the framework steps read, and on
+    host and Arduino the model objects themselves."""
+    first, info = built[0][1], built[0][2]
+    if storage.is_partition and not _setup_partition(env, info, first.image, platform.is_host_env()):
         return
-
     env["ESPNN_MODEL_DIR"] = str(first.out)
     env["ESPNN_MODEL_GEN_DIR"] = str(first.gen)
-    env["ESPNN_MODEL_INFO"] = infos[0]
+    env["ESPNN_MODEL_INFO"] = info
     gen_dirs = [str(paths.gen) for _, paths, _, _ in built]
     if len(built) > 1:
         gen_dirs.append(str(_write_models_header(step_out, built, shared)))
