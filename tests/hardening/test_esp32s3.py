@@ -12,7 +12,9 @@ each test skips with a message naming every missing one.  What needs only Debian
   contract (src/espnn_s3_kernels.h): the golden suite covers every contract;
 - without the driver's call-frame rounding, the build is refused, and forced through, the S3
   depthwise kernels compute garbage or trap (the "depthwise crash");
-- zoo models lowered for the esp32s3 run bit-exact, with their instructions per inference.
+- zoo models lowered for the esp32s3 run bit-exact, with their instructions per inference;
+- the S3 runs through the same runner as the C3 (emulated/esp_qemu.py): its exit status comes
+  from the ``EMU EXIT`` line and the reset after it, a trap is a failed run, a hang a timeout.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from emulated import esp32s3, golden
+from emulated import build, esp32s3, esp_qemu, golden, targets
+from emulated.build import Unit
 from emulated.xtensa_s3 import s3cc
 
 GOLDEN_SOURCE = "devkit/payload_factory.py all_cases(seed=0), retargeted to esp32s3"
@@ -53,6 +56,53 @@ def _need_firmware() -> None:
     gaps = esp32s3.missing()
     if gaps:
         pytest.skip("ESP32-S3 firmware needs " + "; ".join(gaps))
+
+
+ILLEGAL = r"""
+#include "emu.h"
+int main(void)
+{
+    emu_puts("trap: next\n");
+    __asm__ volatile("ill"); /* IllegalInstructionCause (0) */
+    emu_puts("trap: survived\n");
+    return 0;
+}
+"""
+
+
+def _s3_run(src: Path, name: str, *defines: str, timeout: float = 60.0) -> esp_qemu.EspRun:
+    """One C file as an S3 firmware (start-up, console, exit and libgcc helpers only)."""
+    _need_firmware()
+    flags = (*targets.WARNINGS, f"-I{targets.EMU / 'include'}", *(f"-D{d}" for d in defines))
+    objs = build.compile_units(esp32s3.S3, [Unit(src, flags), *esp32s3.runtime_units()])
+    r = esp32s3.run(build.link(esp32s3.S3, objs, name), timeout=timeout)
+    assert isinstance(r, esp_qemu.EspRun)
+    return r
+
+
+def test_s3_runs_end_as_the_c3s(tmp_path: Path) -> None:
+    """One runner for both chips: the ROM boots the image, main's status comes back through
+    the EMU EXIT line and the software reset after it (no semihosting), a trap is a failed run
+    naming the cause, a hang is killed at the timeout with no status."""
+    smoke = targets.EMU / "smoke.c"
+    ok = _s3_run(smoke, "smoke")
+    assert (ok.returncode, ok.ended) == (0, "exit"), ok.output
+    assert "rst:0x1 (POWERON),boot:0x4 (SPI_FLASH_BOOT)" in ok.output
+    assert "load:0x40374000," in ok.output  # IRAM: the ROM loads the image (link.ld)
+    assert "smoke: hello from esp32s3" in ok.output and "smoke: PASS 0 failures" in ok.output
+    seven = _s3_run(smoke, "smoke_exit7", "EMU_SMOKE_EXIT=7")
+    assert (seven.returncode, seven.ended) == (7, "exit"), seven.output
+    # clang lowers __builtin_trap() on Xtensa to a call of abort()
+    aborted = _s3_run(smoke, "smoke_trap", "EMU_SMOKE_TRAP")
+    assert aborted.returncode == 4 and "EMU ABORT on esp32s3" in aborted.output, aborted.output
+    src = tmp_path / "ill.c"
+    src.write_text(ILLEGAL)
+    trap = _s3_run(src, "ill")
+    assert trap.returncode == targets.EXIT_TRAP, trap.output
+    assert "EMU TRAP on esp32s3: cause 0 pc 0x4037" in trap.output, trap.output
+    assert "trap: survived" not in trap.output
+    hang = _s3_run(smoke, "smoke_hang", "EMU_SMOKE_HANG", timeout=5)
+    assert (hang.returncode, hang.ended, hang.verdict()) == (None, "timeout", None), hang.output
 
 
 @pytest.fixture(scope="module")
