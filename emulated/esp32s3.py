@@ -47,6 +47,7 @@ KERNEL_SETS = (KERNELS_S3, KERNELS_ANSI)
 # helpers (nsau, and clamps with GCC's Xtensa "a" register constraint, which clang lacks); its
 # C fallbacks compute the same (__builtin_clz, which clang emits as nsau; a clamp to int8).
 CHIP_DEFINES = ("CONFIG_IDF_TARGET_ESP32S3=1",)
+CLANG_ESP_NN_WITHOUT = ("CONFIG_IDF_TARGET_ARCH_XTENSA",)  # the same, for ESP-NN's own build
 ENGINE_DEFINES = ("ESPNN_BUILD_TARGET=3",)  # ESPNN_TARGET_ESP32S3
 
 S3 = Target(
@@ -60,6 +61,30 @@ S3 = Target(
              EMU / "common" / "emu_abort.c"),
     qemu=(),  # booted from a flash image through the ROM: run() below
     packages=PACKAGES,
+    ar="llvm-ar-22",
+)
+
+# The whole firmware stack on the S3 (emulated/mcu_stack.py): C and C++ on picolibc's Xtensa
+# headers (its library is call0 code: only the headers are used, stack_libc.c is the library)
+# and the arm-none-eabi libstdc++ headers, header-only as on the C3 (emulated/targets.py).
+# -nostdlibinc: clang's Xtensa driver would otherwise search this computer's /usr/include.
+# -fhosted for C++: clang mangles main() in a freestanding C++ unit.
+PICOLIBC_XTENSA = Path("/usr/lib/xtensa-lx106-elf/include")
+STACK = Target(
+    name="esp32s3",
+    cc=str(S3_DIR / "s3cc.py"),
+    cxx=str(S3_DIR / "s3cc.py"),
+    cflags=("-O2", "-ffunction-sections", "-fdata-sections", "-nostdlibinc", "-isystem",
+            str(PICOLIBC_XTENSA), "-DEMU_LIBGCC_FULL", "-DEMU_S3_STACK_LIBC"),
+    cxxflags=("-fhosted", "-fno-exceptions", "-fno-rtti", "-fno-threadsafe-statics",
+              "-isystem", str(targets.ARM_LIBSTDCXX),
+              "-isystem", str(targets.ARM_LIBSTDCXX / "arm-none-eabi")),
+    ldflags=S3.ldflags,
+    runtime=(*S3.runtime, S3_DIR / "stack_libc.c", S3_DIR / "stack_board.c", S3_DIR / "softdouble.c"),
+    qemu=(),
+    packages=(*PACKAGES, "picolibc-xtensa-lx106-elf", "libstdc++-arm-none-eabi-dev"),
+    esp_chip="esp32s3",
+    cxx_library=False,
     ar="llvm-ar-22",
 )
 

@@ -19,6 +19,7 @@ each test skips with a message naming every missing one.  What needs only Debian
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -240,3 +241,57 @@ def test_driver_refuses_an_unaligned_stack(tmp_path: Path) -> None:
     assert r.returncode == 1
     assert "the stack pointer would leave 16-byte alignment" in r.stderr, r.stderr
     assert "caller: line " in r.stderr, r.stderr
+
+
+# ------------------------------------------------------------ the whole stack on the S3
+
+LIBC_CHECK = Path(__file__).resolve().parent / "c" / "s3_libc_check.c"
+
+
+def test_s3_libc_and_binary64_helpers_match_the_host(tmp_path: Path) -> None:
+    """emulated/xtensa_s3/softdouble.c against the host FPU bit for bit (add, sub, div, the
+    compares, conversions, nearbyint/nearbyintf on random and special values) and
+    stack_libc.c's formatter against the host C library's snprintf byte for byte."""
+    exe = tmp_path / "libc_check"
+    subprocess.run(["gcc", "-O1", "-std=c11", "-Wall", "-Wextra", "-Werror", "-Wno-format",
+                    "-DEMU_SOFTDOUBLE_HOST_TEST", "-DEMU_S3_LIBC_HOST_TEST",
+                    str(esp32s3.S3_DIR / "softdouble.c"), str(esp32s3.S3_DIR / "stack_libc.c"),
+                    str(LIBC_CHECK), "-lm", "-o", str(exe)], check=True)
+    r = subprocess.run([str(exe)], capture_output=True, text=True, check=False)
+    assert (r.returncode, r.stdout.strip().splitlines()[-1]) == (0, "bad=0"), r.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("esp_nn", [False, True], ids=["host-espnn", "esp-nn-esp32s3"])
+def test_whole_stack_keyword_spotter_on_s3(esp_nn: bool) -> None:
+    """ExecuTorch's runtime + adapter + EspnnModel + memory policy + engine + kernels (the host
+    twin, or ESP-NN's S3 SIMD kernels as its build selects them) on the emulated S3: the
+    keyword spotter's self-test bit-exact and every output byte equal to host.run's."""
+    import numpy as np
+
+    from emulated import et_runtime, mcu_stack
+    from executorch_espnn import host
+    from executorch_espnn import runtime_sources as rs
+
+    _need_firmware()
+    if not (os.environ.get(rs.EXECUTORCH_SOURCE_ENV) and os.environ.get(rs.FLATBUFFERS_SOURCE_ENV)):
+        pytest.skip(rs.how_to_set())
+    tree = et_runtime.prepare()
+    st = mcu_stack.ESP32S3
+    p = mcu_stack.prepare_model(mcu_stack.load_model("ds_cnn", st), tree, 600, st)
+    assert p.sizes32.pointer_bytes == 4
+    kernels = mcu_stack.kernel_variants(stack=st)[-1 if esp_nn else 0]
+    run = mcu_stack.run_app(p, kernels, tree, timeout=900)
+    outputs = [host.run(p.model.pte, list(c)) for c in p.model.cases]
+    compared = sum(np.ascontiguousarray(y).nbytes for ys in outputs for y in ys)
+    assert run.verdict == (f"EMU VERDICT PASS target=esp32s3 model=ds_cnn kernels={kernels.name} "
+                           f"cases={len(p.model.cases)} failed=0 compared_bytes={compared}"), \
+        run.output[-4000:]
+    assert run.returncode == 0
+    n = mcu_stack.SELFTEST_CASES
+    assert run.selftest is not None and run.selftest.startswith(
+        f"selftest: {n}/{n} bit-exact (worst 0 LSB)"), run.output
+    assert re.search(r"^I \d+\.\d{6} executorch model_main\.cpp:\d+\] emulated esp32s3 firmware "
+                     r"for ds_cnn$", run.output, re.M), run.output
+    insns = run.instructions()
+    assert len(insns) == len(p.model.cases) and all(i > 0 for i in insns), run.output
