@@ -248,7 +248,8 @@ def markdown(results: list[ModelSizes]) -> str:
     kernel_sets = sorted({k for r in results for k in r.instructions})
     if kernel_sets:
         out += ["", "Instructions of one inference (invoke(), boundary conversions included; QEMU "
-                "-icount, the same on every case to within the spread shown):", ""]
+                "-icount shift=0,sleep=off: the same every run; the median of the cases, ± half "
+                "their range):", ""]
         out.append("| kernels | " + " | ".join(models) + " |")
         out.append("|---|" + "---|" * len(models))
         for k in kernel_sets:

@@ -152,6 +152,10 @@ class Kernels:
 
     esp_nn_dir: Path | None = None
     idf_target: str | None = None  # e.g. "esp32c3"; needs esp_nn_dir
+    # sdkconfig macros left out of the chip's build: CONFIG_IDF_TARGET_ARCH_XTENSA for clang,
+    # which lacks the GCC "a" register constraint of ESP-NN's inline clamps (its C fallbacks
+    # compute the same; emulated/esp32s3.py)
+    without: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -184,7 +188,10 @@ class Kernels:
         if b is None:
             return ()
         assert self.idf_target is not None
-        return (*b.config_defines(), f"-DESPNN_BUILD_TARGET=ESPNN_TARGET_{self.idf_target.upper()}")
+        return (*self._config(b), f"-DESPNN_BUILD_TARGET=ESPNN_TARGET_{self.idf_target.upper()}")
+
+    def _config(self, b: EspNnBuild) -> tuple[str, ...]:
+        return tuple(d for d in b.config_defines() if d[2:].split("=")[0] not in self.without)
 
     def units(self) -> list[Unit]:
         if self.esp_nn_dir is None:
@@ -193,7 +200,7 @@ class Kernels:
         esp = self._checked_dir()
         b = self.build()
         if b is not None:
-            flags = (*C_THIRD_PARTY, *b.options, *b.config_defines(),
+            flags = (*C_THIRD_PARTY, *b.options, *self._config(b),
                      *(f"-D{d}" for d in b.definitions), *includes(*b.include_dirs))
             return [Unit(src, flags) for src in b.sources]
         flags = (*C_THIRD_PARTY, *includes(esp / "include", esp / "src" / "common"))

@@ -25,13 +25,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from emulated import build, golden, targets
+from emulated import build, esp_qemu, golden, targets
 from emulated.build import Unit
 from emulated.targets import EMU, EmuRun, Target
 from executorch_espnn import component_sources
@@ -50,6 +47,7 @@ KERNEL_SETS = (KERNELS_S3, KERNELS_ANSI)
 # helpers (nsau, and clamps with GCC's Xtensa "a" register constraint, which clang lacks); its
 # C fallbacks compute the same (__builtin_clz, which clang emits as nsau; a clamp to int8).
 CHIP_DEFINES = ("CONFIG_IDF_TARGET_ESP32S3=1",)
+CLANG_ESP_NN_WITHOUT = ("CONFIG_IDF_TARGET_ARCH_XTENSA",)  # the same, for ESP-NN's own build
 ENGINE_DEFINES = ("ESPNN_BUILD_TARGET=3",)  # ESPNN_TARGET_ESP32S3
 
 S3 = Target(
@@ -63,6 +61,30 @@ S3 = Target(
              EMU / "common" / "emu_abort.c"),
     qemu=(),  # booted from a flash image through the ROM: run() below
     packages=PACKAGES,
+    ar="llvm-ar-22",
+)
+
+# The whole firmware stack on the S3 (emulated/mcu_stack.py): C and C++ on picolibc's Xtensa
+# headers (its library is call0 code: only the headers are used, stack_libc.c is the library)
+# and the arm-none-eabi libstdc++ headers, header-only as on the C3 (emulated/targets.py).
+# -nostdlibinc: clang's Xtensa driver would otherwise search this computer's /usr/include.
+# -fhosted for C++: clang mangles main() in a freestanding C++ unit.
+PICOLIBC_XTENSA = Path("/usr/lib/xtensa-lx106-elf/include")
+STACK = Target(
+    name="esp32s3",
+    cc=str(S3_DIR / "s3cc.py"),
+    cxx=str(S3_DIR / "s3cc.py"),
+    cflags=("-O2", "-ffunction-sections", "-fdata-sections", "-nostdlibinc", "-isystem",
+            str(PICOLIBC_XTENSA), "-DEMU_LIBGCC_FULL", "-DEMU_S3_STACK_LIBC"),
+    cxxflags=("-fhosted", "-fno-exceptions", "-fno-rtti", "-fno-threadsafe-statics",
+              "-isystem", str(targets.ARM_LIBSTDCXX),
+              "-isystem", str(targets.ARM_LIBSTDCXX / "arm-none-eabi")),
+    ldflags=S3.ldflags,
+    runtime=(*S3.runtime, S3_DIR / "stack_libc.c", S3_DIR / "stack_board.c", S3_DIR / "softdouble.c"),
+    qemu=(),
+    packages=(*PACKAGES, "picolibc-xtensa-lx106-elf", "libstdc++-arm-none-eabi-dev"),
+    esp_chip="esp32s3",
+    cxx_library=False,
     ar="llvm-ar-22",
 )
 
@@ -181,50 +203,12 @@ def golden_firmware(generated: Path, kernels: str, name: str = "golden",
 # ------------------------------------------------------------------------- image and QEMU
 
 
-def qemu_dir() -> Path:
-    return Path(os.environ[ENV_QEMU])
-
-
-def image(elf: Path) -> Path:
-    """The 4 MB flash image the ROM boots: esptool elf2image (--chip esp32s3) at offset 0,
-    merge-bin padded to 4 MB (cached next to the ELF)."""
-    out = elf.with_suffix(".flash.bin")
-    if out.is_file() and out.stat().st_mtime >= elf.stat().st_mtime:
-        return out
-    with tempfile.TemporaryDirectory(dir=elf.parent) as tmp:
-        app, merged = Path(tmp) / "app.bin", Path(tmp) / "flash.bin"
-        esptool = [sys.executable, "-m", "esptool", "--chip", "esp32s3"]
-        for cmd in ([*esptool, "elf2image", "--flash-mode", "dio", "--flash-size", "4MB",
-                     "-o", str(app), str(elf)],
-                    [*esptool, "merge-bin", "--pad-to-size", "4MB", "-o", str(merged),
-                     "0x0", str(app)]):
-            r = subprocess.run(cmd, capture_output=True, text=True, check=False)
-            if r.returncode != 0:
-                raise RuntimeError(f"{' '.join(cmd)} failed:\n{r.stdout}{r.stderr}")
-        os.replace(merged, out)
-    return out
-
-
 def run(elf: Path, timeout: float = 300.0) -> EmuRun:
-    """Boot ``elf`` through the S3 ROM under ``-icount shift=0,sleep=off`` (CCOUNT then counts
-    instructions, 25 a tick: board.c; without sleep=off QEMU's virtual clock also warps with
-    host time, and the same firmware measured up to 5 % apart); a run past ``timeout`` seconds
-    is killed.  UART0 is
-    ``-serial mon:stdio``: with ``-semihosting`` and a plain ``stdio`` serial QEMU prints none
-    of it."""
+    """Boot ``elf`` through the S3 ROM as every ESP chip is run (emulated/esp_qemu.py: a flash
+    image, ``-icount shift=0,sleep=off``, UART0 on stdio, the ``EMU EXIT`` line and a software
+    reset to end); a run past ``timeout`` seconds is killed."""
     require()
-    img = image(elf)
-    with tempfile.TemporaryDirectory() as tmp:
-        drive = Path(tmp) / "flash.bin"  # QEMU writes to its flash: a private copy per run
-        shutil.copyfile(img, drive)
-        cmd = ["timeout", "--kill-after=5", str(timeout), str(qemu_dir() / "qemu-system-xtensa"),
-               "-M", "esp32s3", "-nographic", "-monitor", "none", "-serial", "mon:stdio",
-               "-semihosting",
-               "-icount", "shift=0,sleep=off", "-no-reboot", "-drive", f"file={drive},if=mtd,format=raw"]
-        r = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, check=False)
-    text = r.stdout.decode("utf-8", errors="replace").replace("\r\n", "\n")
-    return EmuRun(None if r.returncode in (124, 137) else r.returncode, text)
+    return esp_qemu.run_elf(esp_qemu.CHIPS["esp32s3"], elf, timeout)
 
 
 # ------------------------------------------------------------------------------ golden suite

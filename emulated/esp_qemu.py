@@ -17,9 +17,10 @@ own ROM, as the chip boots from flash.
   image has no appended SHA-256, and the C3 ROM checks one anyway: it prints ``SHA-256
   comparison failed`` and ``Attempting to boot anyway...`` (harmless without secure boot).
 - **The run**: ``-M <machine> -nographic`` (UART0 on stdio) ``-no-reboot -drive
-  file=IMG,if=mtd,format=raw`` and, by default, ``-icount shift=0``: one instruction is one
-  nanosecond of virtual time and the RISC-V ``minstret`` counter counts instructions exactly,
-  so runs are deterministic and instruction counts exact.
+  file=IMG,if=mtd,format=raw`` and, by default, ``-icount shift=0,sleep=off``: one instruction
+  is one nanosecond of virtual time, and the virtual clock never warps ahead with host time
+  while the guest waits (without ``sleep=off`` it does, and one S3 firmware measured up to 5 %
+  apart from run to run), so runs are deterministic and instruction counts exact.
 - **How a run ends**: the machine has no semihosting exit.  The firmware prints ``EMU EXIT <n>``
   on UART0, waits for the FIFO to drain and requests a software system reset; ``-no-reboot``
   turns that reset into QEMU's exit.  ``<n>`` is the run's return code.  QEMU ending without that
@@ -27,7 +28,8 @@ own ROM, as the chip boots from flash.
   its timeout is killed (``ended="timeout"``).  Either way there is no return code, so a run can
   never pass silently.  After the line QEMU gets a grace period, then it is killed.
 - **Instructions**: ``instruction_counts(output)`` reads the firmware's ``EMU INSN <label>
-  <count>`` lines (``minstret`` differences on the C3 under ``-icount``).
+  <count>`` lines: ``minstret`` differences on the C3, CCOUNT differences times 25 on the S3
+  (CCOUNT ticks at the core model's 40 MHz of virtual time: emulated/xtensa_s3/board.c).
 
 Images are cached under ``$ESPNN_EMU_CACHE`` (``emulated/targets.py``) by a hash of the ELF, the
 chip, the esptool version and the options.
@@ -65,15 +67,17 @@ class Chip:
     name: str  # esptool's --chip and QEMU's -M
     qemu: str  # the QEMU binary in $ESPNN_QEMU_ESP_DIR
     flash_windows: tuple[tuple[int, int], ...]  # [start, end) of the cache-mapped flash buses
+    image_options: tuple[str, ...] = ()  # elf2image options the chip's ROM needs
 
 
 CHIPS: dict[str, Chip] = {
     # IROM 0x42000000 and DROM 0x3C000000, 8 MiB each, through one 128-entry MMU
     "esp32c3": Chip("esp32c3", "qemu-system-riscv32",
                     ((0x42000000, 0x42800000), (0x3C000000, 0x3C800000))),
-    # IROM 0x42000000 and DROM 0x3C000000, 32 MiB each
+    # IROM 0x42000000 and DROM 0x3C000000, 32 MiB each; the header says what the flash is
     "esp32s3": Chip("esp32s3", "qemu-system-xtensa",
-                    ((0x42000000, 0x44000000), (0x3C000000, 0x3E000000))),
+                    ((0x42000000, 0x44000000), (0x3C000000, 0x3E000000)),
+                    ("--flash-mode", "dio", "--flash-size", FLASH_BYTES)),
 }
 
 
@@ -169,7 +173,7 @@ def uses_flash(chip: Chip, elf: Path) -> bool:
 def flash_image(chip: Chip, elf: Path, extra: Sequence[str] = ()) -> Path:
     """A 4 MB flash image of ``elf`` for ``chip``'s ROM (cached); ``extra`` goes to elf2image."""
     ram_only = uses_flash(chip, elf)
-    opts = [*(["--ram-only-header"] if ram_only else []), *extra]
+    opts = [*(["--ram-only-header"] if ram_only else []), *chip.image_options, *extra]
     h = hashlib.sha256(repr((chip, opts, _esptool_version(), FLASH_BYTES)).encode())
     h.update(elf.read_bytes())
     out = cache_dir() / "esp-images" / f"{elf.stem}-{chip.name}-{h.hexdigest()[:16]}.img"
@@ -190,7 +194,7 @@ def flash_image(chip: Chip, elf: Path, extra: Sequence[str] = ()) -> Path:
 
 def qemu_command(chip: Chip, image: Path, *, icount: bool = True) -> list[str]:
     return [str(qemu_binary(chip)), "-M", chip.name, "-nographic", "-no-reboot",
-            *(["-icount", "shift=0"] if icount else []),
+            *(["-icount", "shift=0,sleep=off"] if icount else []),
             "-drive", f"file={image},if=mtd,format=raw"]
 
 

@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from emulated import build, component, et_runtime, golden, targets
+from emulated import build, component, esp32s3, et_runtime, golden, targets
 from emulated.build import Unit
 from emulated.component import C_STRICT, CXX_STRICT, Kernels, includes
 from emulated.targets import COMPONENT, EMU, ROOT
@@ -76,6 +76,7 @@ class StackTarget:
     lower_for: str  # the chip the models are lowered for (its scratch rules)
     idf_target: str | None  # ESP-NN's own build for this chip; None: its ANSI kernels
     app_defines: tuple[str, ...] = ()
+    esp_nn_without: tuple[str, ...] = ()  # sdkconfig macros its compiler cannot take (Kernels)
 
     @property
     def name(self) -> str:
@@ -92,6 +93,13 @@ STACKS: dict[str, StackTarget] = {s.name: s for s in (
 )}
 CORTEX_M7 = STACKS["cortex-m7"]
 ESP32C3 = STACKS["esp32c3"]
+# The ESP32-S3 (emulated/esp32s3.py STACK: clang-22 + the S3 gas, the windowed-ABI C library,
+# binary64 helpers and CCOUNT ticks of emulated/xtensa_s3/, the C3's libsupc++ stand-in); not
+# in STACKS: its ~400 KiB of unmapped SRAM holds the keyword spotter, not every model
+# (tests/hardening/test_esp32s3.py runs it).
+ESP32S3 = StackTarget(esp32s3.STACK, (*esp32s3.STACK.runtime, targets.ESP32C3_DIR / "cxx_support.cpp"),
+                      "esp32s3", "esp32s3", ('-DEMU_TARGET_NAME="esp32s3"', "-DEMU_COUNTS_INSTRUCTIONS"),
+                      esp32s3.CLANG_ESP_NN_WITHOUT)
 
 
 @dataclass(frozen=True)
@@ -460,7 +468,7 @@ def kernel_variants(esp_nn_dir: Path | None = None, stack: StackTarget = CORTEX_
     """The host ESP-NN twin, and when an ESP-NN checkout is named, ESP-NN as the stack's chip
     builds it (its ANSI C kernels where the stack names no chip)."""
     env = esp_nn_dir or (Path(os.environ[ESP_NN_ENV]) if os.environ.get(ESP_NN_ENV) else None)
-    return [Kernels(), *([Kernels(env, stack.idf_target)] if env else [])]
+    return [Kernels(), *([Kernels(env, stack.idf_target, stack.esp_nn_without)] if env else [])]
 
 
 def main(argv: list[str] | None = None) -> int:

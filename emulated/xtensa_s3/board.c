@@ -1,6 +1,8 @@
-/* ESP32-S3 board support for the emulated runs: console on UART0, exit through the simulator
- * call (QEMU -semihosting; the same SYS_EXIT/SYS_WRITE numbers as emulated/xtensa_lx106), and
- * the ROM's watchdogs switched off (a long golden run must not be reset half-way). */
+/* ESP32-S3 board support for the emulated runs: console on UART0, the end of a run as on the
+ * ESP32-C3 (emulated/esp_qemu.py: "EMU EXIT <n>" on UART0, then a software system reset that
+ * QEMU's -no-reboot turns into its exit; on a board the same firmware prints the line and
+ * reboots), and the ROM's watchdogs switched off (a long golden run must not be reset
+ * half-way). */
 #include "emu.h"
 
 #define REG(addr) (*(volatile uint32_t *)(uintptr_t)(addr))
@@ -21,6 +23,8 @@
 #define RTC_CNTL_SWD_WPROTECT 0x600080B8u
 #define SWD_WKEY 0x8F1D312Au
 #define SWD_AUTO_FEED_EN (1u << 31)
+#define RTC_CNTL_OPTIONS0 0x60008000u
+#define RTC_CNTL_SW_SYS_RST (1u << 31)
 
 const char emu_target_name[] = "esp32s3";
 
@@ -53,11 +57,27 @@ void emu_write(const char *s, size_t n)
     }
 }
 
-/* emu_exit (simulator call SYS_EXIT) and emu_s3_ccount are in start.S: clang's inline
- * assembler knows neither simcall nor the CCOUNT register. */
+/* emu_s3_ccount is in start.S: clang's inline assembler does not know the CCOUNT register. */
 uint32_t emu_s3_ccount(void);
 
-#define INSNS_PER_TICK 25u /* emulated/esp32s3.py run(): QEMU -icount shift=0,sleep=off */
+#define INSNS_PER_TICK 25u /* emulated/esp_qemu.py: QEMU -icount shift=0,sleep=off */
+#define CCOUNT_HZ 40000000u /* the core model's clock (on a chip: the CPU clock the ROM set) */
+
+_Noreturn void emu_exit(int code)
+{
+    emu_puts("EMU EXIT ");
+    emu_put_i32(code);
+    emu_puts("\n");
+    while (UART_TXFIFO_CNT(REG(UART0_STATUS)) != 0u) {
+    }
+    /* the last byte leaves the shift register (87 us at 115200 baud) before the reset */
+    const uint32_t t0 = emu_s3_ccount();
+    while (emu_s3_ccount() - t0 < CCOUNT_HZ / 5000u) {
+    }
+    REG(RTC_CNTL_OPTIONS0) = RTC_CNTL_SW_SYS_RST;
+    for (;;) {
+    }
+}
 
 /* Modulo 2^32 like CCOUNT itself, so differences stay exact; resolution 25 instructions. */
 uint32_t emu_insn_count(void)

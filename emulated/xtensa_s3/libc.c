@@ -68,6 +68,8 @@ size_t strlen(const char *s)
     return n;
 }
 
+/* the whole-stack firmware has the full printf family (stack_libc.c) */
+#ifndef EMU_S3_STACK_LIBC
 int puts(const char *s)
 {
     emu_puts(s);
@@ -111,3 +113,4 @@ int printf(const char *fmt, ...)
     va_end(ap);
     return 0;
 }
+#endif /* EMU_S3_STACK_LIBC */

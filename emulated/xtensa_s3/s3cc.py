@@ -9,6 +9,7 @@ driver joins them so the emulated builds (``emulated/esp32s3.py``) can call it l
     s3cc.py --version                       tools, versions and the plugin's hash (a cache key)
     s3cc.py [flags] -c SRC.c -o OBJ         clang-22 -S, the stack check, then GNU as
     s3cc.py [flags] -c SRC.S -o OBJ         clang-22 -E (C preprocessor), then GNU as
+    s3cc.py [flags] -E SRC -o OUT           clang-22 -E (SRC may be - for standard input)
     s3cc.py [flags] OBJ... LIB.a... -o ELF  GNU ld (-T, -Wl,... and the inputs; compile flags
                                             are dropped)
 
@@ -301,7 +302,9 @@ def version() -> str:
         r = subprocess.run([exe, "--version"], capture_output=True, text=True, check=False)
         out.append(r.stdout.splitlines()[0] if r.stdout else tool)
     digest = hashlib.sha256(Path(_config()).read_bytes()).hexdigest()[:16]
-    return f"s3cc: {'; '.join(out)}; core config {digest}"
+    # the driver's own rewrites change the objects too: its source is part of the cache key
+    own = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+    return f"s3cc: {'; '.join(out)}; core config {digest}; driver {own}"
 
 
 def _split(argv: list[str]) -> tuple[list[str], dict[str, str | bool]]:
@@ -318,14 +321,39 @@ def _split(argv: list[str]) -> tuple[list[str], dict[str, str | bool]]:
             opts[a] = True
         elif a == "-mlongcalls":
             continue  # GCC's; clang's Xtensa calls always go through a literal (l32r + callx)
-        elif a in ("-Xclang", "-isystem", "-include", "-I", "-D"):
+        elif a in ("-Xclang", "-isystem", "-include", "-I", "-D", "-x"):
             flags += [a, next(it)]
-        elif a.startswith("-"):
+        elif a.startswith("-") and a != "-":
             flags.append(a)
         else:
-            inputs.append(a)
+            inputs.append(a)  # "-": standard input
     opts["inputs"] = "\0".join(inputs)
     return flags, opts
+
+
+_SECTION = re.compile(r"^\s*\.(section|text)\b")
+_LITERAL = re.compile(r"^\s*\.literal(_position)?\b")
+
+
+def literals_into_own_section(asm: str) -> str:
+    """clang-22 writes a function's literal pool (``.literal_position`` and its ``.literal``
+    lines) before the ``.section`` directive of that function, so GNU as files the literals
+    under the previous function's section.  In C++ that section can be an inline function's
+    COMDAT group, which the linker discards when another object's copy wins, and the next
+    function loses its literals (``defined in discarded section .literal._ZN...``).  Each
+    pool moves after the section directives that follow it: into its own function's section."""
+    out: list[str] = []
+    pending: list[str] = []
+    for line in asm.splitlines():
+        if _LITERAL.match(line):
+            pending.append(line)
+            continue
+        if pending and not _SECTION.match(line) and line.strip() != "":
+            out += pending
+            pending = []
+        out.append(line)
+    out += pending
+    return "\n".join(out) + "\n"
 
 
 def compile_one(flags: list[str], opts: dict[str, str | bool]) -> None:
@@ -340,6 +368,7 @@ def compile_one(flags: list[str], opts: dict[str, str | bool]) -> None:
                   "-o", str(asm)])
         else:
             _run([CLANG, *TARGET_FLAGS, *fp, *flags, *dep, "-S", src, "-o", str(asm)])
+            asm.write_text(literals_into_own_section(asm.read_text()))
             if not opts.get("--s3cc-no-stack-fix"):
                 text, _ = round_call_frames(asm.read_text())
                 asm.write_text(text)
@@ -376,7 +405,10 @@ def main(argv: list[str]) -> int:
             print(version())
             return 0
         flags, opts = _split(argv)
-        if opts.get("-c"):
+        if "-E" in flags:  # preprocess only (the build's check for the C++ headers)
+            _run([CLANG, *TARGET_FLAGS, *flags, *str(opts["inputs"]).split("\0"),
+                  *(["-o", str(opts["-o"])] if opts.get("-o") else [])])
+        elif opts.get("-c"):
             compile_one(flags, opts)
         else:
             link(argv)

@@ -204,19 +204,6 @@ _start:
 3:  j 3b
     .size _start, . - _start
 
-    /* emu_exit(code): the simulator call SYS_EXIT (1), QEMU -semihosting ends with `code` */
-    .text
-    .globl emu_exit
-    .type emu_exit, @function
-    .align 4
-emu_exit:
-    entry a1, 32
-    mov a3, a2
-    movi a2, 1
-    simcall
-1:  j 1b
-    .size emu_exit, . - emu_exit
-
     /* uint32_t emu_s3_ccount(void): the cycle counter.  Under -icount shift=0,sleep=off QEMU's
      * virtual clock advances 1 ns per guest instruction and CCOUNT ticks at the core model's
      * 40 MHz, so one tick is 25 instructions (board.c, INSNS_PER_TICK). */

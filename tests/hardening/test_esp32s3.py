@@ -12,11 +12,14 @@ each test skips with a message naming every missing one.  What needs only Debian
   contract (src/espnn_s3_kernels.h): the golden suite covers every contract;
 - without the driver's call-frame rounding, the build is refused, and forced through, the S3
   depthwise kernels compute garbage or trap (the "depthwise crash");
-- zoo models lowered for the esp32s3 run bit-exact, with their instructions per inference.
+- zoo models lowered for the esp32s3 run bit-exact, with their instructions per inference;
+- the S3 runs through the same runner as the C3 (emulated/esp_qemu.py): its exit status comes
+  from the ``EMU EXIT`` line and the reset after it, a trap is a failed run, a hang a timeout.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -24,7 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from emulated import esp32s3, golden
+from emulated import build, esp32s3, esp_qemu, golden, targets
+from emulated.build import Unit
 from emulated.xtensa_s3 import s3cc
 
 GOLDEN_SOURCE = "devkit/payload_factory.py all_cases(seed=0), retargeted to esp32s3"
@@ -53,6 +57,53 @@ def _need_firmware() -> None:
     gaps = esp32s3.missing()
     if gaps:
         pytest.skip("ESP32-S3 firmware needs " + "; ".join(gaps))
+
+
+ILLEGAL = r"""
+#include "emu.h"
+int main(void)
+{
+    emu_puts("trap: next\n");
+    __asm__ volatile("ill"); /* IllegalInstructionCause (0) */
+    emu_puts("trap: survived\n");
+    return 0;
+}
+"""
+
+
+def _s3_run(src: Path, name: str, *defines: str, timeout: float = 60.0) -> esp_qemu.EspRun:
+    """One C file as an S3 firmware (start-up, console, exit and libgcc helpers only)."""
+    _need_firmware()
+    flags = (*targets.WARNINGS, f"-I{targets.EMU / 'include'}", *(f"-D{d}" for d in defines))
+    objs = build.compile_units(esp32s3.S3, [Unit(src, flags), *esp32s3.runtime_units()])
+    r = esp32s3.run(build.link(esp32s3.S3, objs, name), timeout=timeout)
+    assert isinstance(r, esp_qemu.EspRun)
+    return r
+
+
+def test_s3_runs_end_as_the_c3s(tmp_path: Path) -> None:
+    """One runner for both chips: the ROM boots the image, main's status comes back through
+    the EMU EXIT line and the software reset after it (no semihosting), a trap is a failed run
+    naming the cause, a hang is killed at the timeout with no status."""
+    smoke = targets.EMU / "smoke.c"
+    ok = _s3_run(smoke, "smoke")
+    assert (ok.returncode, ok.ended) == (0, "exit"), ok.output
+    assert "rst:0x1 (POWERON),boot:0x4 (SPI_FLASH_BOOT)" in ok.output
+    assert "load:0x40374000," in ok.output  # IRAM: the ROM loads the image (link.ld)
+    assert "smoke: hello from esp32s3" in ok.output and "smoke: PASS 0 failures" in ok.output
+    seven = _s3_run(smoke, "smoke_exit7", "EMU_SMOKE_EXIT=7")
+    assert (seven.returncode, seven.ended) == (7, "exit"), seven.output
+    # clang lowers __builtin_trap() on Xtensa to a call of abort()
+    aborted = _s3_run(smoke, "smoke_trap", "EMU_SMOKE_TRAP")
+    assert aborted.returncode == 4 and "EMU ABORT on esp32s3" in aborted.output, aborted.output
+    src = tmp_path / "ill.c"
+    src.write_text(ILLEGAL)
+    trap = _s3_run(src, "ill")
+    assert trap.returncode == targets.EXIT_TRAP, trap.output
+    assert "EMU TRAP on esp32s3: cause 0 pc 0x4037" in trap.output, trap.output
+    assert "trap: survived" not in trap.output
+    hang = _s3_run(smoke, "smoke_hang", "EMU_SMOKE_HANG", timeout=5)
+    assert (hang.returncode, hang.ended, hang.verdict()) == (None, "timeout", None), hang.output
 
 
 @pytest.fixture(scope="module")
@@ -190,3 +241,57 @@ def test_driver_refuses_an_unaligned_stack(tmp_path: Path) -> None:
     assert r.returncode == 1
     assert "the stack pointer would leave 16-byte alignment" in r.stderr, r.stderr
     assert "caller: line " in r.stderr, r.stderr
+
+
+# ------------------------------------------------------------ the whole stack on the S3
+
+LIBC_CHECK = Path(__file__).resolve().parent / "c" / "s3_libc_check.c"
+
+
+def test_s3_libc_and_binary64_helpers_match_the_host(tmp_path: Path) -> None:
+    """emulated/xtensa_s3/softdouble.c against the host FPU bit for bit (add, sub, div, the
+    compares, conversions, nearbyint/nearbyintf on random and special values) and
+    stack_libc.c's formatter against the host C library's snprintf byte for byte."""
+    exe = tmp_path / "libc_check"
+    subprocess.run(["gcc", "-O1", "-std=c11", "-Wall", "-Wextra", "-Werror", "-Wno-format",
+                    "-DEMU_SOFTDOUBLE_HOST_TEST", "-DEMU_S3_LIBC_HOST_TEST",
+                    str(esp32s3.S3_DIR / "softdouble.c"), str(esp32s3.S3_DIR / "stack_libc.c"),
+                    str(LIBC_CHECK), "-lm", "-o", str(exe)], check=True)
+    r = subprocess.run([str(exe)], capture_output=True, text=True, check=False)
+    assert (r.returncode, r.stdout.strip().splitlines()[-1]) == (0, "bad=0"), r.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("esp_nn", [False, True], ids=["host-espnn", "esp-nn-esp32s3"])
+def test_whole_stack_keyword_spotter_on_s3(esp_nn: bool) -> None:
+    """ExecuTorch's runtime + adapter + EspnnModel + memory policy + engine + kernels (the host
+    twin, or ESP-NN's S3 SIMD kernels as its build selects them) on the emulated S3: the
+    keyword spotter's self-test bit-exact and every output byte equal to host.run's."""
+    import numpy as np
+
+    from emulated import et_runtime, mcu_stack
+    from executorch_espnn import host
+    from executorch_espnn import runtime_sources as rs
+
+    _need_firmware()
+    if not (os.environ.get(rs.EXECUTORCH_SOURCE_ENV) and os.environ.get(rs.FLATBUFFERS_SOURCE_ENV)):
+        pytest.skip(rs.how_to_set())
+    tree = et_runtime.prepare()
+    st = mcu_stack.ESP32S3
+    p = mcu_stack.prepare_model(mcu_stack.load_model("ds_cnn", st), tree, 600, st)
+    assert p.sizes32.pointer_bytes == 4
+    kernels = mcu_stack.kernel_variants(stack=st)[-1 if esp_nn else 0]
+    run = mcu_stack.run_app(p, kernels, tree, timeout=900)
+    outputs = [host.run(p.model.pte, list(c)) for c in p.model.cases]
+    compared = sum(np.ascontiguousarray(y).nbytes for ys in outputs for y in ys)
+    assert run.verdict == (f"EMU VERDICT PASS target=esp32s3 model=ds_cnn kernels={kernels.name} "
+                           f"cases={len(p.model.cases)} failed=0 compared_bytes={compared}"), \
+        run.output[-4000:]
+    assert run.returncode == 0
+    n = mcu_stack.SELFTEST_CASES
+    assert run.selftest is not None and run.selftest.startswith(
+        f"selftest: {n}/{n} bit-exact (worst 0 LSB)"), run.output
+    assert re.search(r"^I \d+\.\d{6} executorch model_main\.cpp:\d+\] emulated esp32s3 firmware "
+                     r"for ds_cnn$", run.output, re.M), run.output
+    insns = run.instructions()
+    assert len(insns) == len(p.model.cases) and all(i > 0 for i in insns), run.output

@@ -125,6 +125,19 @@ def test_model_runs_bit_exact_through_espnn_model(name: str, stack: str, kernels
         assert p.operators == (), "fully delegated"
 
 
+def test_the_c3_counts_the_same_instructions_run_to_run(tree: et_runtime.ExecutorchTree) -> None:
+    """Under -icount shift=0,sleep=off (emulated/esp_qemu.py) the virtual clock never warps
+    with host time: the same firmware retires the same instructions per inference every run."""
+    p = prepared("ds_cnn", tree, "esp32c3")
+    kernels = mcu_stack.kernel_variants(stack=mcu_stack.ESP32C3)[-1]
+    first = mcu_stack.run_app(p, kernels, tree)
+    second = mcu_stack.run_app(p, kernels, tree)
+    assert first.passed and second.passed, first.output[-3000:] + second.output[-3000:]
+    assert first.firmware.elf == second.firmware.elf
+    assert len(first.instructions()) == len(p.model.cases) and all(first.instructions())
+    assert first.instructions() == second.instructions()
+
+
 @pytest.mark.parametrize("stack", STACKS)
 @pytest.mark.parametrize("name", MODELS)
 def test_pools_on_the_32_bit_target(name: str, stack: str, tree: et_runtime.ExecutorchTree) -> None:
