@@ -166,3 +166,54 @@ def test_component_manager_resolves_esp_nn_without_a_local_tree(esp_frameworks: 
     else:
         out = proc.stdout + proc.stderr
         assert "component registry" in out and "espressif/esp-nn" in out, out
+
+
+class _Config:
+    def __init__(self, values: dict[str, str], cache: Path) -> None:
+        self.values, self.cache = values, cache
+
+    def get(self, section: str, name: str, default: Any = None) -> Any:
+        if section == "platformio" and name == "cache_dir":
+            return str(self.cache)
+        return self.values.get(name, default) if section == "env:board" else default
+
+
+class _ModelLessEnv(dict[str, Any]):
+    """An ESP-IDF build without a model: the source step did not run (no ESPNN_SOURCES)."""
+
+    def __init__(self, tmp: Path, options: dict[str, str]) -> None:
+        super().__init__(PIOENV="board")
+        self.tmp, self.config = tmp, _Config(options, tmp / "cache")
+
+    def subst(self, text: str) -> str:
+        return text.replace("$BUILD_DIR", str(self.tmp / "build")).replace("$PROJECT_DIR", str(self.tmp))
+
+    def GetProjectConfig(self) -> _Config:
+        return self.config
+
+    def PioPlatform(self) -> _Platform:
+        return _Platform()
+
+
+def test_model_less_build_keeps_the_named_esp_nn_local(esp_frameworks: Any, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a model no source step runs; the tree named by the option (relative to the
+    project) or the variable still replaces the registry's espressif/esp-nn."""
+    monkeypatch.delenv("ESPNN_ESP_NN_DIR", raising=False)
+    tree = sh.esp_nn_tree(tmp_path / "trees" / "esp-nn-d45b843")
+    by_option = _ModelLessEnv(tmp_path, {"custom_executorch_espnn_dir": "trees/esp-nn-d45b843"})
+    assert esp_frameworks.local_esp_nn(by_option) == tree.resolve()
+    manifest = yaml.safe_load((esp_frameworks.idf_component_folder(by_option) / "idf_component.yml").read_text())
+    assert "espressif/esp-nn" not in (manifest.get("dependencies") or {})
+
+    monkeypatch.setenv("ESPNN_ESP_NN_DIR", str(tree))
+    assert esp_frameworks.local_esp_nn(_ModelLessEnv(tmp_path / "p2", {})) == tree.resolve()
+    monkeypatch.delenv("ESPNN_ESP_NN_DIR")
+    assert esp_frameworks.local_esp_nn(_ModelLessEnv(tmp_path / "p3", {})) is None
+
+
+def test_model_less_build_names_a_missing_esp_nn_tree(esp_frameworks: Any, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ESPNN_ESP_NN_DIR", str(tmp_path / "nowhere"))
+    with pytest.raises(sources.SourceError, match=r"ESPNN_ESP_NN_DIR = .*nowhere: no such folder"):
+        esp_frameworks.local_esp_nn(_ModelLessEnv(tmp_path, {}))

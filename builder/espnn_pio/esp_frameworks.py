@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from executorch_espnn.firmware import esp_nn_sources
+from executorch_espnn.firmware import esp_nn_sources, sources
 from executorch_espnn.firmware.render import GENERATED_SUBDIR
 
 from . import source_step
@@ -103,7 +103,12 @@ def local_esp_nn(env: Any) -> Path | None:
     """The ESP-NN tree the user named (custom_executorch_espnn_dir / ESPNN_ESP_NN_DIR), or None
     when ESP-IDF's component manager is to fetch espressif/esp-nn as its users expect."""
     found = env.get("ESPNN_SOURCES")
-    if found is None or found.esp_nn.origin not in ("option", "env"):
+    if found is None:
+        # no model, so the source step did not run: the tree the user named is still the
+        # component's esp-nn (else its manifest sends the component manager to the registry)
+        tree = source_step.named_esp_nn(env)
+        return None if tree is None else Path(tree.root)
+    if found.esp_nn.origin not in ("option", "env"):
         return None
     return Path(found.esp_nn.root)
 
@@ -207,7 +212,11 @@ def add_idf_components(env: Any) -> list[str]:
         arduino = platform.get_package_dir("framework-arduinoespressif32")
         if arduino:
             dirs.append(str(arduino))
-    esp_nn = local_esp_nn(env)
+    try:
+        esp_nn = local_esp_nn(env)
+    except sources.SourceError as exc:  # a named tree that is no ESP-NN tree
+        _fail(env, str(exc))
+        return dirs
     if esp_nn is not None:  # the user's ESP-NN tree, not the component manager's
         try:
             dirs.append(str(local_esp_nn_component(env, esp_nn)))

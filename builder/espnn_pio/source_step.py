@@ -58,6 +58,21 @@ def _cache_dir(env: Any) -> Path:
     return Path(env.GetProjectConfig().get("platformio", "cache_dir"))
 
 
+def named_esp_nn(env: Any) -> sources.SourceTree | None:
+    """The ESP-NN tree the user named (custom_executorch_espnn_dir, then ESPNN_ESP_NN_DIR),
+    checked as add_sources checks it, or None when none is named; resolves nothing else and
+    downloads nothing (for builds without a model, where add_sources does not run).  Raises
+    sources.SourceError for a named folder that is no ESP-NN tree."""
+    version, commit = sources.wheel_executorch()
+    pin = next(p for p in sources.pins(version, commit) if p.key == "esp-nn")
+    get = _option_getter(env)
+    if not ((get(pin.option) or "").strip() or os.environ.get(pin.env_var, "").strip()):
+        return None
+    tree, _ = sources.resolve_one(pin, get(pin.option), os.environ, Path(env.subst("$PROJECT_DIR")),
+                                  _cache_dir(env), sources.GITHUB, print)
+    return tree
+
+
 def add_sources(env: Any) -> sources.SourceSet:
     """Resolve the three trees (raises sources.SourceError) and put them into `env`."""
     found = sources.resolve(_option_getter(env), os.environ, Path(env.subst("$PROJECT_DIR")),
