@@ -199,7 +199,8 @@ def lower(
         samples = _selftest_samples(n_selftest, example_inputs, val, calibration)
 
     already_quantized = _is_quantized(ep)
-    qep, calibrated = _quantize_stage(stages, model, ep, example_inputs, calibration, quantizer)
+    qep, calibrated = _quantize_stage(stages, model, ep, example_inputs, calibration, quantizer,
+                                      already_quantized)
     partitioner, edge = _partition_stage(stages, qep, tgt, strict, int8_io=io_kind == "int8")
 
     accuracy = None
@@ -297,12 +298,13 @@ def _quantize_stage(
     example_inputs: tuple[Any, ...],
     calibration: Iterable[Any] | None,
     quantizer: EspNNQuantizer | None,
+    already_quantized: bool,
 ) -> tuple[ExportedProgram, bool | None]:
     """2. The quantized program, and whether it was calibrated on real data (None: the model
     came quantized)."""
     import torch
 
-    if _is_quantized(ep):
+    if already_quantized:
         from .quantizer.scheme import check_quantized_scheme
 
         with stages.run(2, "quantize", " (already quantized: skipped)"):

@@ -128,6 +128,22 @@ struct decimal {
     int exp10;
 };
 
+/* d[0..n) (little-endian decimal digits) times a one-digit k, in place; the new digit count */
+static int digits_times(uint8_t *d, int n, unsigned k)
+{
+    unsigned carry = 0;
+    for (int i = 0; i < n; i++) {
+        const unsigned v = d[i] * k + carry;
+        d[i] = (uint8_t)(v % 10u);
+        carry = v / 10u;
+    }
+    while (carry != 0u) {
+        d[n++] = (uint8_t)(carry % 10u);
+        carry /= 10u;
+    }
+    return n;
+}
+
 static void decimal_from_bits(struct decimal *r, uint64_t mant, int exp2)
 {
     /* value = mant * 2^exp2; digits little-endian in base 10 while building */
@@ -139,27 +155,10 @@ static void decimal_from_bits(struct decimal *r, uint64_t mant, int exp2)
     }
     int exp10 = 0;
     for (; exp2 > 0; exp2--) { /* times 2 */
-        unsigned carry = 0;
-        for (int i = 0; i < n; i++) {
-            const unsigned v = d[i] * 2u + carry;
-            d[i] = (uint8_t)(v % 10u);
-            carry = v / 10u;
-        }
-        if (carry != 0u) {
-            d[n++] = (uint8_t)carry;
-        }
+        n = digits_times(d, n, 2u);
     }
     for (; exp2 < 0; exp2++) { /* times 5, divided by 10 */
-        unsigned carry = 0;
-        for (int i = 0; i < n; i++) {
-            const unsigned v = d[i] * 5u + carry;
-            d[i] = (uint8_t)(v % 10u);
-            carry = v / 10u;
-        }
-        while (carry != 0u) {
-            d[n++] = (uint8_t)(carry % 10u);
-            carry /= 10u;
-        }
+        n = digits_times(d, n, 5u);
         exp10--;
     }
     int lo = 0;
