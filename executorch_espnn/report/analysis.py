@@ -446,7 +446,9 @@ def build_report(
         delegated_ops=delegated,
         cpu_ops=cpu,
         partitions=partitions,
-        arena_bytes=sum(r.arena_bytes for r in partitions),
+        # one arena lent to every delegate of the method, each from its start: the largest
+        # partition's (espnn_component/adapter/espnn_arena_lease.h)
+        arena_bytes=max((r.arena_bytes for r in partitions), default=0),
         planned_bytes=sum(planned),
         weights_bytes=sum(r.weights_bytes for r in partitions) + cpu_weights,
         state_bytes=None if any(s is None for s in states) else sum(s for s in states if s is not None),

@@ -150,7 +150,7 @@ class LoweringReport:
     delegated_ops: list[OpEntry]
     cpu_ops: list[OpEntry]
     partitions: list[PartitionReport]
-    arena_bytes: int  # sum of the delegates' arenas (scratch included)
+    arena_bytes: int  # the one arena every delegate uses: the largest partition's (scratch included)
     planned_bytes: int  # ExecuTorch's planned buffers, every mem id
     weights_bytes: int  # delegate constants + CPU-side constant tensors
     state_bytes: int | None  # sum of the delegates' decoded engine state
