@@ -54,3 +54,46 @@ def test_mul_tail_runs_on_ansi(exe: object) -> None:
     r = eh.run(exe, V, data, c.inputs, 1)  # type: ignore[arg-type]
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.outputs == [np.ascontiguousarray(ref[0]).tobytes()]
+
+
+def _ram_first(data: bytes) -> tuple[bytes, int]:
+    """The payload with every CONV2D/DEPTHWISE_CONV2D's scratch taken away (what
+    optimize="ram" does where their scratch sets the peak), and how many such ops need scratch
+    on the S3 (executorch_espnn.kernel_choice.ansi_ops)."""
+    from executorch_espnn.kernel_choice import ansi_ops
+    from executorch_espnn.payload import Opcode, decode, encode
+
+    p = decode(data)
+    for op in p.ops:
+        if op.opcode in (Opcode.CONV2D, Opcode.DEPTHWISE_CONV2D):
+            op.scratch_offset = op.scratch_size = 0
+    return encode(p), len(ansi_ops(p))
+
+
+def test_ram_first_convolutions_run_on_ansi(exe: object) -> None:
+    """Every golden convolution as an S3 payload without scratch: the engine accepts it (a
+    short scratch is refused, a zero one chooses the kernel), routes it to ESP-NN's ANSI kernel
+    (the S3 stand-ins abort on a NULL scratch the S3 kernel would not run with) and computes
+    the reference's bytes."""
+    moved = 0
+    bad = []
+    for name, c in CASES.items():
+        data, n = _ram_first(retarget(c.payload, Target.ESP32S3))
+        if n == 0:
+            continue
+        moved += n
+        ref = run_delegate(data, c.inputs)
+        r = eh.run(exe, V, data, c.inputs, len(ref))  # type: ignore[arg-type]
+        if r.returncode != 0:
+            bad.append(f"{name}: exit {r.returncode} {r.stderr[-300:]}")
+        elif [np.ascontiguousarray(w).tobytes() for w in ref] != r.outputs:
+            bad.append(f"{name}: differs from the reference")
+    assert moved >= 8 and not bad, "\n".join(bad)
+
+
+def test_a_short_nonzero_scratch_is_still_refused(exe: object) -> None:
+    """Only 0 means the ANSI kernel: one byte short of the rule stays an error."""
+    c = CASES["conv_3x3_s2_odd"]
+    data = retarget(c.payload, Target.ESP32S3, short_by=1)
+    r = eh.run(exe, V, data, c.inputs, 1)  # type: ignore[arg-type]
+    assert r.returncode != 0 and "scratch_size" in r.stderr, r.stderr[-2000:]

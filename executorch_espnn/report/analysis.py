@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..decisions import OpDecision
 from ..errors import PteError
+from ..kernel_choice import ansi_ops
 from ..payload import DType, Opcode, Payload, PayloadError, Storage, decode
 from ..payload.format import AVG_TORCH_ADAPTIVE, AVG_TORCH_MEAN, AVG_TORCH_POOL
 from ..payload.state import state_bytes
@@ -281,6 +282,7 @@ def analyse_payload(index: int, data: bytes) -> tuple[PartitionReport, list[Fast
         target=p.target.name.lower(),
         producer=".".join(map(str, p.producer)),
         arena=timeline,
+        ansi_ops=tuple((c.op, c.opcode, c.saved_bytes) for c in ansi_ops(p)),
     )
     layers = [lay for i in range(len(p.ops)) if (lay := _fast_path_layer(index, i, p)) is not None]
     return rep, layers, p

@@ -48,7 +48,17 @@ def io_view_bytes(dtype: str, numel: int, scale: float | None) -> int:
 def op_scratch(p: Payload, i: int) -> int:
     """The scratch bytes op ``i``'s kernel uses, from its operands (executorch_espnn.scratch),
     for the kernels that take one: ESP-NN's dense and depthwise convolutions without dilation
-    (grouped and dilated ones run on the engine's own kernels) and its softmax."""
+    (grouped and dilated ones run on the engine's own kernels) and its softmax.  A convolution
+    with ``scratch_size`` 0 runs ESP-NN's ANSI kernel (executorch_espnn.kernel_choice): none."""
+    op = p.ops[i]
+    if op.opcode in (Opcode.CONV2D, Opcode.DEPTHWISE_CONV2D) and op.scratch_size == 0:
+        return 0
+    return kernel_scratch(p, i)
+
+
+def kernel_scratch(p: Payload, i: int) -> int:
+    """The scratch the target's ESP-NN kernel for op ``i`` takes for its operands (its fast
+    kernel for a convolution, whatever the payload chose)."""
     op = p.ops[i]
     if op.opcode not in (Opcode.CONV2D, Opcode.DEPTHWISE_CONV2D, Opcode.SOFTMAX):
         return 0

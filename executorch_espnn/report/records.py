@@ -114,6 +114,9 @@ class PartitionReport:
     # ("" for a ready .pte: the reasons come from the partitioner)
     starts: str = ""
     arena: ArenaTimeline | None = None
+    # RAM-first kernels (executorch_espnn.kernel_choice): (op index, opcode, scratch bytes saved)
+    # of each op moved to ESP-NN's ANSI kernel
+    ansi_ops: tuple[tuple[int, str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -223,6 +226,8 @@ class LoweringReport:
                     "starts": p.starts,
                     "inputs": [ts(t) for t in p.inputs], "outputs": [ts(t) for t in p.outputs],
                     "arena": None if p.arena is None else p.arena.to_dict(),
+                    "ansi_ops": [{"op": i, "opcode": name, "saved_bytes": saved}
+                                 for i, name, saved in p.ansi_ops],
                 }
                 for p in self.partitions
             ],
