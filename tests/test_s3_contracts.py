@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from devkit import payload_factory as pf
-from devkit.scratch_helpers import retarget
+from devkit.scratch_helpers import retarget, without_conv_scratch
 from executorch_espnn.payload.format import Target
 from executorch_espnn.reference import run_delegate
 
@@ -56,20 +56,6 @@ def test_mul_tail_runs_on_ansi(exe: object) -> None:
     assert r.outputs == [np.ascontiguousarray(ref[0]).tobytes()]
 
 
-def _ram_first(data: bytes) -> tuple[bytes, int]:
-    """The payload with every CONV2D/DEPTHWISE_CONV2D's scratch taken away (what
-    optimize="ram" does where their scratch sets the peak), and how many such ops need scratch
-    on the S3 (executorch_espnn.kernel_choice.ansi_ops)."""
-    from executorch_espnn.kernel_choice import ansi_ops
-    from executorch_espnn.payload import Opcode, decode, encode
-
-    p = decode(data)
-    for op in p.ops:
-        if op.opcode in (Opcode.CONV2D, Opcode.DEPTHWISE_CONV2D):
-            op.scratch_offset = op.scratch_size = 0
-    return encode(p), len(ansi_ops(p))
-
-
 def test_ram_first_convolutions_run_on_ansi(exe: object) -> None:
     """Every golden convolution as an S3 payload without scratch: the engine accepts it (a
     short scratch is refused, a zero one chooses the kernel), routes it to ESP-NN's ANSI kernel
@@ -78,7 +64,7 @@ def test_ram_first_convolutions_run_on_ansi(exe: object) -> None:
     moved = 0
     bad = []
     for name, c in CASES.items():
-        data, n = _ram_first(retarget(c.payload, Target.ESP32S3))
+        data, n = without_conv_scratch(retarget(c.payload, Target.ESP32S3))
         if n == 0:
             continue
         moved += n
