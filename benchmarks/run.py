@@ -112,8 +112,8 @@ def _ops_and_memory(res: ModelResult, lm: Any) -> None:
     for i, data in enumerate(delegate_payloads(lm.pte) if rep.partitions else []):
         p = decode(data)
         pk = peak_live(p)
-        res.arena_bytes += p.arena_size
-        res.peak_live_bytes += pk.bytes
+        res.arena_bytes = max(res.arena_bytes, p.arena_size)  # one arena for all partitions
+        res.peak_live_bytes = max(res.peak_live_bytes, pk.bytes)
         worst = max(worst, p.arena_size / pk.bytes if pk.bytes else 1.0)
         res.peak_at.append(f"partition {i}: op {pk.op} {pk.opcode} (activations {pk.tensor_bytes:,} "
                            f"+ scratch {pk.scratch_bytes:,})")

@@ -49,3 +49,16 @@ def retarget(data: bytes, target: Target, short_by: int = 0) -> bytes:
         if need:
             p.arena_size = op.scratch_offset + need
     return encode(p)
+
+
+def without_conv_scratch(data: bytes) -> tuple[bytes, int]:
+    """The payload with every CONV2D/DEPTHWISE_CONV2D's scratch taken away (what
+    optimize="ram" does where their scratch sets the peak: ESP-NN's ANSI kernel), and how many
+    of them the target's fast kernel would have needed scratch for (kernel_choice.ansi_ops)."""
+    from executorch_espnn.kernel_choice import ansi_ops
+
+    p = decode(data)
+    for op in p.ops:
+        if op.opcode in (Opcode.CONV2D, Opcode.DEPTHWISE_CONV2D):
+            op.scratch_offset = op.scratch_size = 0
+    return encode(p), len(ansi_ops(p))

@@ -23,6 +23,7 @@ from torch.fx import Node
 
 from .errors import LoweringError, UnsupportedTargetError
 from .graph.constants import GraphContext
+from .kernel_choice import check_optimize
 from .ops import build_registry
 from .payload import PayloadError, Target
 from .payload.format import MAX_IO, MAX_OPS, MAX_TENSORS
@@ -67,6 +68,9 @@ class LoweringOptions:
     max_tensors: int = MAX_TENSORS
     max_ops: int = MAX_OPS
     max_io: int = MAX_IO
+    # "speed" or "ram": RAM-first kernels where a fast kernel's scratch sets the arena's peak
+    # (executorch_espnn.kernel_choice)
+    optimize: str = "speed"
 
     @classmethod
     def from_dict(cls, options: dict[str, Any]) -> LoweringOptions:
@@ -78,6 +82,9 @@ class LoweringOptions:
             )
         bounds = {"max_tensors": MAX_TENSORS, "max_ops": MAX_OPS, "max_io": MAX_IO}
         for k, v in options.items():
+            if k == "optimize":
+                check_optimize(v)
+                continue
             if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= bounds[k]:
                 raise LoweringError(f"option {k}={v!r} must be an integer in 1..{bounds[k]}")
         return cls(**options)
@@ -137,7 +144,8 @@ def build_partition(edge_program: ExportedProgram, compile_specs: list[CompileSp
     ctx = GraphContext(edge_program)
     nodes, inputs, outputs = partition_io(edge_program)
     try:
-        return build_payload(nodes, inputs, outputs, ctx, build_registry(), target, options.limits)
+        return build_payload(nodes, inputs, outputs, ctx, build_registry(), target, options.limits,
+                             ram_first=options.optimize == "ram")
     except Unsupported as e:
         raise LoweringError(
             f"EspNNDelegateBackend cannot lower this partition: {e.reason}. Partitions made by "

@@ -2,7 +2,7 @@
 ``build|inspect|init|cmake-prefix|platform``.
 
     build MODEL --out DIR [--target esp32s3] [--strict] [--calibration data.npz]
-          [--validation val.npz] [--selftest N] [--io float|int8]
+          [--validation val.npz] [--selftest N] [--io float|int8] [--optimize speed|ram]
         lowers a .py/.pt2 model (or takes a ready .pte) and writes DIR/model.pte,
         DIR/report.json, DIR/report.txt, DIR/report.html (the same report as one self-contained
         page) and DIR/selected_operators.yaml (and, with --selftest N, DIR/selftest.npz: N inputs
@@ -78,6 +78,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="the program's inputs and outputs: float32 (default) or the int8 values of "
                         "the delegate's quantized side (4x smaller planned memory; scale and zero "
                         "point in the report and model_pte.h)")
+    b.add_argument("--optimize", default="speed", metavar="speed|ram",
+                   help="speed (default): the chip's fastest ESP-NN kernels; ram: ESP-NN's ANSI kernel "
+                        "wherever a fast kernel's scratch sets the arena's peak (the report lists them)")
     b.add_argument("--verbose", action="store_true", help="show tracebacks on errors")
     b.add_argument("--quiet", action="store_true", help="print only errors")
 
@@ -146,6 +149,9 @@ def _build(args: argparse.Namespace, out: TextIO) -> int:
     target = check_target(args.target or "esp32s3")  # fail fast, before importing torch
     check_count(args.selftest)
     io = check_io(args.io)
+    from .kernel_choice import check_optimize
+
+    optimize = check_optimize(args.optimize)
 
     def say(msg: str) -> None:
         if not args.quiet:
@@ -168,6 +174,13 @@ def _build(args: argparse.Namespace, out: TextIO) -> int:
         raise OptionValueError(
             "io", args.io, f"{args.model.name} is an already lowered .pte, whose I/O is fixed",
             "pass the .py or .pt2 model to lower it with int8 I/O",
+        )
+    if src.kind == "pte" and optimize != "speed":
+        from .errors import OptionValueError
+
+        raise OptionValueError(
+            "optimize", args.optimize, f"{args.model.name} is an already lowered .pte, whose kernels are fixed",
+            "pass the .py or .pt2 model to lower it with --optimize ram",
         )
     if src.kind == "pte":
         from .report import build_report
@@ -192,7 +205,7 @@ def _build(args: argparse.Namespace, out: TextIO) -> int:
         assert src.model is not None
         lowered = lower(src.model, src.example_inputs, src.calibration, target=target,
                         strict=args.strict, progress=say, selftest=args.selftest,
-                        validation=src.validation, io=io)
+                        validation=src.validation, io=io, optimize=optimize)
         report, pte, selftest = lowered.report, lowered.pte, lowered.selftest
     written = _write_outputs(args.out, pte, json.dumps(report.to_dict(), indent=2) + "\n", str(report),
                              report.html())

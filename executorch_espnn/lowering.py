@@ -152,6 +152,7 @@ def lower(
     selftest: int = 0,
     validation: Iterable[Any] | ValidationData | None = None,
     io: str = "float",
+    optimize: str = "speed",
 ) -> LoweredModel:
     """Lower ``model`` for ``target`` and return the program, its report and stage timings.
 
@@ -180,11 +181,18 @@ def lower(
     planned memory holds int8 I/O, and the delegate reads and writes it in place when its layout
     allows (see executorch_espnn.program_io).  An input or output with no int8 form raises
     ``LoweringError`` naming it.
+
+    ``optimize="ram"`` picks, wherever an ESP32-S3/P4 convolution kernel's scratch sets a
+    partition's arena peak, ESP-NN's ANSI kernel, which needs none (same int8 results, slower;
+    the report's "RAM-first kernels" lists each op and the bytes saved); ``"speed"`` (the
+    default) keeps the fastest kernels.  See executorch_espnn.kernel_choice.
     """
+    from .kernel_choice import check_optimize
     from .program_io import check_io
     from .selftest import check_count
 
     io_kind = check_io(io)
+    optimize = check_optimize(optimize)
     tgt = check_target(target)
     n_selftest = check_count(selftest)
     stages = _Stages(progress or (lambda _msg: None))
@@ -201,7 +209,8 @@ def lower(
     already_quantized = _is_quantized(ep)
     qep, calibrated = _quantize_stage(stages, model, ep, example_inputs, calibration, quantizer,
                                       already_quantized)
-    partitioner, edge = _partition_stage(stages, qep, tgt, strict, int8_io=io_kind == "int8")
+    partitioner, edge = _partition_stage(stages, qep, tgt, strict, int8_io=io_kind == "int8",
+                                         optimize=optimize)
 
     accuracy = None
     if val is not None:  # (on the float-I/O program: int8 I/O only drops the boundary q/dq)
@@ -325,7 +334,8 @@ def _quantize_stage(
 
 
 def _partition_stage(
-    stages: _Stages, qep: ExportedProgram, target: str, strict: bool, *, int8_io: bool
+    stages: _Stages, qep: ExportedProgram, target: str, strict: bool, *, int8_io: bool,
+    optimize: str = "speed",
 ) -> tuple[EspNNPartitioner, EdgeProgramManager]:
     """3. The edge program with the ESP-NN delegates, and the partitioner's decisions."""
     from executorch.exir import to_edge_transform_and_lower
@@ -333,7 +343,8 @@ def _partition_stage(
     from .backend import EspNNDelegateBackend  # noqa: F401  (registers the backend by class name)
     from .partitioner import EspNNPartitioner
 
-    partitioner = EspNNPartitioner(target=target, allow_cpu_fallback=not strict, int8_io=int8_io)
+    partitioner = EspNNPartitioner(target=target, allow_cpu_fallback=not strict, int8_io=int8_io,
+                                   optimize=optimize)
     with stages.run(3, "partition", f" for {target}"):
         try:
             edge = to_edge_transform_and_lower(qep, partitioner=[partitioner])

@@ -31,6 +31,7 @@ from torch.fx import Node
 from .graph.constants import GraphContext
 from .graph.names import meta_val, static_shape
 from .graph.qdq import QParams, qdq_params
+from .kernel_choice import choose_ram_first
 from .layout import (
     Perm,
     identity,
@@ -111,9 +112,11 @@ class BuildResult:
 
 
 class PayloadBuilder:
-    def __init__(self, ctx: GraphContext, target: Target = Target.GENERIC, limits: Limits | None = None) -> None:
+    def __init__(self, ctx: GraphContext, target: Target = Target.GENERIC, limits: Limits | None = None,
+                 *, ram_first: bool = False) -> None:
         self.ctx = ctx
         self.target = target
+        self.ram_first = ram_first
         self.limits = limits or Limits()
         self.tensors: list[TensorRec] = []
         self.ops: list[OpRec] = []
@@ -516,17 +519,19 @@ class PayloadBuilder:
         if not self.ops:
             raise Unsupported("the partition computes nothing")
         self._check_limits()
-        arena_size = self._plan()
         payload = Payload(
             tensors=self.tensors,
             ops=self.ops,
             inputs=self.inputs,
             outputs=self.outputs,
             constants=self.pool.bytes(),
-            arena_size=arena_size,
+            arena_size=0,
             target=self.target,
             producer=version_tuple(),
         )
+        if self.ram_first:
+            choose_ram_first(payload)  # before planning: the arena is planned without that scratch
+        payload.arena_size = self._plan()
         names: dict[int, tuple[str, Perm, tuple[int, ...]]] = {}
         for node, v in self.values.items():
             seen: Value | None = v

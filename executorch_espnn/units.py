@@ -176,10 +176,13 @@ def build_payload(
     registry: Registry,
     target: Target,
     limits: Limits | None = None,
+    *,
+    ram_first: bool = False,
 ) -> BuildResult:
-    """Lower the call_function ``nodes`` (graph order) reading ``inputs`` into one payload."""
+    """Lower the call_function ``nodes`` (graph order) reading ``inputs`` into one payload;
+    ``ram_first``: RAM-first kernels (executorch_espnn.kernel_choice)."""
     plan = plan_nodes(nodes, ctx, registry)
-    b = PayloadBuilder(ctx, target, limits)
+    b = PayloadBuilder(ctx, target, limits, ram_first=ram_first)
     for n in inputs:
         b.add_input(n)
     units = {u.anchor: u for u in plan.units}

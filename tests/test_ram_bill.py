@@ -288,3 +288,26 @@ def test_tflm_compare_skips_without_tensorflow(capsys: pytest.CaptureFixture[str
     assert tflm_compare.main(["--tflm-python", "/nonexistent/python"]) == 0
     out = capsys.readouterr().out
     assert "skipped: /nonexistent/python does not exist" in out and "see the top of benchmarks/tflm_compare.py" in out
+
+
+@pytest.mark.slow
+def test_partitions_share_one_arena_in_the_bill_the_bound_and_the_header() -> None:
+    """island_net: two delegates around a CPU operator.  They use ONE arena, each from its start
+    (espnn_component/adapter/espnn_arena_lease.h), so the report's arena, the header's measured
+    arena and the bound's arena part are the largest partition's, never the sum."""
+    from devkit.lowered_zoo import lowered_zoo
+    from executorch_espnn import host
+    from executorch_espnn.pte import delegate_payloads
+
+    lm = lowered_zoo("island_net")
+    payloads = [decode(d) for d in delegate_payloads(lm.pte)]
+    arenas = [p.arena_size for p in payloads]
+    assert len(arenas) == 2 and min(arenas) > 0  # two arenas: max and sum differ
+    assert lm.report.arena_bytes == max(arenas) < sum(arenas)
+    assert host.measure(lm.pte).delegate_arena_bytes == max(arenas)
+    # the bound's arena part against the independent simulation of each payload
+    peaks = [_simulated_peak(p, [op.scratch_size for op in p.ops])[0] for p in payloads]
+    b = lm.report.to_dict()["ram"]["bound"]
+    assert b["activation_bytes"] + b["scratch_bytes"] == max(peaks)
+    assert b["bytes"] == max(peaks) + b["io_bytes"]
+    assert [q["bytes"] for q in b["partitions"]] == peaks

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from devkit import payload_factory as pf
-from devkit.scratch_helpers import retarget
+from devkit.scratch_helpers import retarget, without_conv_scratch
 from executorch_espnn.payload.format import Target
 from executorch_espnn.reference import run_delegate
 
@@ -54,3 +54,32 @@ def test_mul_tail_runs_on_ansi(exe: object) -> None:
     r = eh.run(exe, V, data, c.inputs, 1)  # type: ignore[arg-type]
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.outputs == [np.ascontiguousarray(ref[0]).tobytes()]
+
+
+def test_ram_first_convolutions_run_on_ansi(exe: object) -> None:
+    """Every golden convolution as an S3 payload without scratch: the engine accepts it (a
+    short scratch is refused, a zero one chooses the kernel), routes it to ESP-NN's ANSI kernel
+    (the S3 stand-ins abort on a NULL scratch the S3 kernel would not run with) and computes
+    the reference's bytes."""
+    moved = 0
+    bad = []
+    for name, c in CASES.items():
+        data, n = without_conv_scratch(retarget(c.payload, Target.ESP32S3))
+        if n == 0:
+            continue
+        moved += n
+        ref = run_delegate(data, c.inputs)
+        r = eh.run(exe, V, data, c.inputs, len(ref))  # type: ignore[arg-type]
+        if r.returncode != 0:
+            bad.append(f"{name}: exit {r.returncode} {r.stderr[-300:]}")
+        elif [np.ascontiguousarray(w).tobytes() for w in ref] != r.outputs:
+            bad.append(f"{name}: differs from the reference")
+    assert moved >= 8 and not bad, "\n".join(bad)
+
+
+def test_a_short_nonzero_scratch_is_still_refused(exe: object) -> None:
+    """Only 0 means the ANSI kernel: one byte short of the rule stays an error."""
+    c = CASES["conv_3x3_s2_odd"]
+    data = retarget(c.payload, Target.ESP32S3, short_by=1)
+    r = eh.run(exe, V, data, c.inputs, 1)  # type: ignore[arg-type]
+    assert r.returncode != 0 and "scratch_size" in r.stderr, r.stderr[-2000:]

@@ -13,7 +13,7 @@ struct Lease {
     const void *key = nullptr;
     uint8_t *base = nullptr;
     size_t bytes = 0;
-    size_t used = 0;
+    size_t largest = 0; /* the largest arena asked for */
 };
 
 Lease g_leases[kLeases];
@@ -39,31 +39,33 @@ bool arena_lease_open(const void *key, uint8_t *base, size_t bytes) {
     return true;
 }
 
-void arena_lease_close(const void *key) {
+size_t arena_lease_close(const void *key) {
     ScopedLock lock(LockId::kLease);
     Lease *l = key != nullptr ? find(key) : nullptr;
-    if (l != nullptr) {
-        *l = Lease{};
+    if (l == nullptr) {
+        return 0;
     }
+    const size_t largest = l->largest;
+    *l = Lease{};
+    return largest;
 }
 
-LeaseTake arena_lease_take(const void *key, size_t bytes, size_t align, void **out, size_t *used,
-                           size_t *capacity) {
+LeaseTake arena_lease_take(const void *key, size_t bytes, void **out, size_t *capacity) {
     ScopedLock lock(LockId::kLease);
     Lease *l = (key != nullptr && bytes != 0) ? find(key) : nullptr;
     if (l == nullptr) {
         return LeaseTake::kNoLease;
     }
-    const uintptr_t base = reinterpret_cast<uintptr_t>(l->base);
-    const uintptr_t at = (base + l->used + align - 1) / align * align;
-    const size_t start = static_cast<size_t>(at - base);
-    *used = l->used;
+    l->largest = bytes > l->largest ? bytes : l->largest;
+    if (l->base == nullptr) {
+        return LeaseTake::kNoLease; /* sizing: the delegate allocates its own */
+    }
     *capacity = l->bytes;
-    if (start > l->bytes || bytes > l->bytes - start) {
+    /* every delegate starts at the base (why: espnn_arena_lease.h) */
+    if (bytes > l->bytes) {
         return LeaseTake::kTooSmall;
     }
-    l->used = start + bytes;
-    *out = l->base + start;
+    *out = l->base;
     return LeaseTake::kTaken;
 }
 

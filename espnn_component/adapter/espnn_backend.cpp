@@ -51,7 +51,7 @@ constexpr size_t kMsgSize = 256;
 struct Block {
     void *ptr = nullptr;
     size_t bytes = 0;
-    bool borrowed = false; /* part of an EspnnSharedArena (espnn_arena_lease.h): not ours to free */
+    bool borrowed = false; /* the arena EspnnModel lent (espnn_arena_lease.h): not ours to free */
 #if defined(ESPNN_ET_USE_MEMORY_POLICY)
     espnn_mem_block_t policy{};
 #endif
@@ -134,24 +134,24 @@ constexpr int kUseArena = 0;
 constexpr int kUseWeights = 2;
 #endif
 
-/* The delegate's arena: from the EspnnSharedArena its EspnnModel lends for this load (keyed by
- * the Method's runtime allocator, espnn_arena_lease.h), else its own. */
+/* The delegate's arena: the one arena its EspnnModel lends for this load (keyed by the Method's
+ * runtime allocator; every delegate of the method gets the same bytes, espnn_arena_lease.h),
+ * else its own. */
 bool allocate_arena(et::BackendInitContext &context, DelegateMemory &memory, size_t bytes, Block *out) {
     void *ptr = nullptr;
-    size_t used = 0;
     size_t capacity = 0;
-    switch (arena_lease_take(context.get_runtime_allocator(), bytes, ESPNN_ARENA_ALIGN, &ptr, &used, &capacity)) {
+    switch (arena_lease_take(context.get_runtime_allocator(), bytes, &ptr, &capacity)) {
     case LeaseTake::kTaken:
         out->ptr = ptr;
         out->bytes = bytes;
         out->borrowed = true;
         return true;
     case LeaseTake::kTooSmall:
-        report_error("init: the shared arena of %lu bytes cannot hold this delegate's arena of %lu bytes after the "
-                     "%lu bytes of the model's earlier delegates; size the EspnnSharedArena with "
-                     "ESPNN_SHARED_ARENA_BYTES of the build's espnn_models.h",
-                     static_cast<unsigned long>(capacity), static_cast<unsigned long>(bytes),
-                     static_cast<unsigned long>(used));
+        report_error("init: the model's delegate arena of %lu bytes cannot hold this delegate's arena of %lu "
+                     "bytes: model_pte.h's arena_bytes (or the EspnnSharedArena's size, ESPNN_SHARED_ARENA_BYTES "
+                     "of the build's espnn_models.h) and the embedded .pte come from different builds; "
+                     "regenerate them together",
+                     static_cast<unsigned long>(capacity), static_cast<unsigned long>(bytes));
         return false;
     case LeaseTake::kNoLease:
         break;
@@ -333,7 +333,7 @@ LiveMemory live_of(const Delegate &d) {
     m.delegates = 1;
     m.handle_bytes = d.self.bytes;
     m.state_bytes = d.state.bytes;
-    m.arena_bytes = d.arena.borrowed ? 0 : d.arena.bytes; /* a shared arena is its owner's */
+    m.arena_bytes = d.arena.borrowed ? 0 : d.arena.bytes; /* a lent arena is its owner's */
     m.weights_bytes = d.weights.bytes;
     return m;
 }

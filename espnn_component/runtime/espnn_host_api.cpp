@@ -6,6 +6,8 @@
  */
 #include "espnn_host_api.h"
 
+#include "espnn_arena_lease.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,7 +157,15 @@ extern "C" int executorch_espnn_measure_pte(const void *pte, size_t size, const 
     executorch_espnn_get_memory_stats(&before);
     executorch_espnn_clear_last_error();
     {
+        /* a sizing lease: the delegates allocate their own arenas here, and the lease records
+         * the largest, the one arena EspnnModel lends them all (espnn_arena_lease.h) */
+        const void *lease_key = static_cast<et::MemoryAllocator *>(&method_allocator);
+        if (!espnn_et::arena_lease_open(lease_key, nullptr, 0)) {
+            snprintf(msg, msg_size, "measure: too many programs are loading at the same time");
+            return -1;
+        }
         auto loaded = program->load_method(name, &memory);
+        const size_t largest_arena = espnn_et::arena_lease_close(lease_key);
         if (!loaded.ok()) {
             return fail(msg, msg_size, static_cast<int>(loaded.error()), "loading the method", loaded.error());
         }
@@ -164,7 +174,7 @@ extern "C" int executorch_espnn_measure_pte(const void *pte, size_t size, const 
         out->n_delegates = static_cast<uint32_t>(after.delegates - before.delegates);
         out->delegate_handle_bytes = after.handle_bytes - before.handle_bytes;
         out->delegate_state_bytes = after.state_bytes - before.state_bytes;
-        out->delegate_arena_bytes = after.arena_bytes - before.arena_bytes;
+        out->delegate_arena_bytes = largest_arena;
         out->delegate_weights_bytes = after.weights_bytes - before.weights_bytes;
         for (size_t i = 0; i < loaded->inputs_size(); ++i) {
 #if defined(__GNUC__)

@@ -22,7 +22,7 @@ typedef struct executorch_espnn_pte_sizes {
     uint64_t temp_allocator_bytes;   /* peak temp allocation of one execute() */
     uint64_t delegate_handle_bytes;  /* the rest: what the EspNN delegates took from the policy */
     uint64_t delegate_state_bytes;
-    uint64_t delegate_arena_bytes;
+    uint64_t delegate_arena_bytes;   /* the largest delegate's arena: EspnnModel lends one to all */
     uint64_t delegate_weights_bytes;
     uint32_t n_planned_buffers;
     uint32_t n_delegates;

@@ -172,6 +172,7 @@ struct EspnnModel::Impl {
     OwnedBlock method_pool;
     OwnedBlock temp_pool;
     OwnedBlock planned_pool;
+    OwnedBlock arena_pool; /* the one delegate arena all the delegates use (none with a shared arena) */
     BufferDataLoader loader;
     std::optional<et::Program> program;
     std::optional<PoolAllocator> method_allocator;
@@ -558,21 +559,32 @@ void describe_load_failure(const EspnnModel::Impl &impl, const char *method_name
     }
 }
 
-/* The method, its delegates initialised; with a shared arena lent to them for the load. */
+/* The method, its delegates initialised, all of them lent ONE arena for the load: the shared
+ * one, or our own block of the description's arena_bytes (the largest partition's: every
+ * delegate gets the same bytes, espnn_arena_lease.h). */
 bool load_method(EspnnModel::Impl &impl, EspnnSharedArena *shared, const char *method_name, char *msg,
                  size_t msg_size) {
     executorch_espnn_clear_last_error();
-    /* A shared arena: lent to the delegates of this load (keyed by our method allocator, the
-     * runtime allocator ExecuTorch hands their init), carved in their order. */
+    /* keyed by our method allocator, the runtime allocator ExecuTorch hands the delegates' init */
     const void *lease_key = static_cast<et::MemoryAllocator *>(&*impl.method_allocator);
-    if (shared != nullptr && impl.desc.arena_bytes > 0) {
-        uint8_t *arena = shared->data(msg, msg_size);
+    if (impl.desc.arena_bytes > 0) {
+        uint8_t *arena = nullptr;
+        size_t bytes = 0;
+        if (shared != nullptr) {
+            arena = shared->data(msg, msg_size);
+            bytes = shared->size();
+        } else {
+            bytes = static_cast<size_t>(impl.desc.arena_bytes);
+            impl.arena_pool = OwnedBlock(espnn_mem_alloc(ESPNN_MEM_ARENA, bytes, kPoolAlign,
+                                                         "EspNN delegate arena", msg, msg_size));
+            arena = static_cast<uint8_t *>(impl.arena_pool.ptr());
+        }
         if (arena == nullptr) {
             return false;
         }
-        if (!espnn_et::arena_lease_open(lease_key, arena, shared->size())) {
-            snprintf(msg, msg_size, "loading method '%.40s': too many models are loading with a shared arena "
-                     "at the same time; call begin() of the models one after the other", method_name);
+        if (!espnn_et::arena_lease_open(lease_key, arena, bytes)) {
+            snprintf(msg, msg_size, "loading method '%.40s': too many models are loading at the same time; call "
+                     "begin() of the models one after the other", method_name);
             return false;
         }
     }

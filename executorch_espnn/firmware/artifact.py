@@ -114,6 +114,8 @@ def lower(job: ArtifactJob) -> None:
         argv += ["--selftest", str(job.selftest)]
     if job.io != "float":
         argv += ["--io", job.io]
+    if job.optimize != "speed":
+        argv += ["--optimize", job.optimize]
     try:
         rc = cli.run(argv)
     except OptionValueError as exc:  # one line naming the platformio.ini option

@@ -36,6 +36,7 @@ class ArtifactJob:
     validation: Path | None = None
     selftest: int = 0
     io: str = options.IO_CHOICES[0]
+    optimize: str = options.OPTIMIZE_CHOICES[0]
     storage: str = options.STORAGE_CHOICES[0]
     partition_size: int = 0  # bytes; 0: the image + headroom
     name: str = ""  # a named model's generated files (several models)
@@ -43,7 +44,8 @@ class ArtifactJob:
 
     def __post_init__(self) -> None:
         for attr, choices in (("kind", options.MODEL_KINDS), ("target", options.TARGETS),
-                              ("io", options.IO_CHOICES), ("storage", options.STORAGE_CHOICES)):
+                              ("io", options.IO_CHOICES), ("optimize", options.OPTIMIZE_CHOICES),
+                              ("storage", options.STORAGE_CHOICES)):
             value = getattr(self, attr)
             if value not in choices:
                 raise JobError(f"job field {attr} = {value!r}: not one of {', '.join(choices)}")
@@ -60,7 +62,7 @@ class ArtifactJob:
         storage = storage or options.StorageOptions()
         return cls(model=opts.model, kind=opts.kind, out=out, target=opts.target,
                    strict=opts.strict, calibration=opts.calibration, validation=opts.validation,
-                   selftest=opts.selftest, io=opts.io, storage=storage.kind,
+                   selftest=opts.selftest, io=opts.io, optimize=opts.optimize, storage=storage.kind,
                    partition_size=storage.partition_size, name=opts.name)
 
     def to_dict(self) -> dict[str, Any]:

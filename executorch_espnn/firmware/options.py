@@ -25,6 +25,9 @@ SELFTEST = PREFIX + "selftest"
 VALIDATION = PREFIX + "validation"
 IO = PREFIX + "io"  # the program's inputs/outputs: float (default) or int8
 IO_CHOICES = ("float", "int8")  # the first is the default
+# RAM-first kernels (executorch_espnn.kernel_choice): speed (default) or ram
+OPTIMIZE = PREFIX + "optimize"
+OPTIMIZE_CHOICES = ("speed", "ram")  # the first is the default
 # Where an ESP build's pinned source trees come from (sources.py reads them).
 RUNTIME_DIR = PREFIX + "runtime_dir"  # a pytorch/executorch checkout at the wheel's commit
 FLATBUFFERS_DIR = PREFIX + "flatbuffers_dir"  # google/flatbuffers at ExecuTorch's pin
@@ -43,7 +46,7 @@ PARTITION_SIZE = PREFIX + "partition_size"  # the model partition's size (defaul
 # Several models (`name = path` lines in custom_executorch_model) that never run at the same time
 # may share one delegate arena (EspnnSharedArena, ESPNN_SHARED_ARENA_BYTES).
 SHARED_ARENA = PREFIX + "shared_arena"
-KNOWN = (MODEL, CALIBRATION, STRICT, TARGET, SELFTEST, VALIDATION, IO, RUNTIME, SHARED_ARENA,
+KNOWN = (MODEL, CALIBRATION, STRICT, TARGET, SELFTEST, VALIDATION, IO, OPTIMIZE, RUNTIME, SHARED_ARENA,
          *SOURCE_OPTIONS, STORAGE, PARTITION_SIZE)
 
 
@@ -55,7 +58,7 @@ def ini_name(lowering_option: str) -> str | None:
 
 
 # Options that take one value per model with several models (`name = value` lines); the others
-# (strict, target, io) apply to every model.  A plain selftest number applies to every model.
+# (strict, target, io, optimize) apply to every model.  A plain selftest number applies to every model.
 PER_MODEL = (CALIBRATION, VALIDATION, SELFTEST)
 
 MODEL_KINDS = ("py", "pt2", "pte")  # a model file's suffix names its kind
@@ -86,11 +89,14 @@ class ModelOptions:
     validation: Path | None = None  # absolute
     io: str = "float"  # one of IO_CHOICES
     name: str = ""  # "" for the one unnamed model (model_pte.h), else model_<name>_pte.h
+    optimize: str = "speed"  # one of OPTIMIZE_CHOICES
 
     def cache_fields(self) -> dict[str, str]:
         """The option values that change the lowering's output (paths are hashed as content)."""
         fields = {"kind": self.kind, "strict": str(self.strict), "target": self.target,
                   "selftest": str(self.selftest), "io": self.io}
+        if self.optimize != "speed":  # the default keeps the cache keys of earlier builds
+            fields["optimize"] = self.optimize
         if self.name:  # the generated symbols carry it
             fields["name"] = self.name
         return fields
@@ -329,6 +335,7 @@ def _parse_one(
     strict = _parse_bool(STRICT, get(STRICT) or "no")
     selftest, validation = _selftest_options(get, project_dir, kind)
     io = _io_option(get, kind)
+    optimize = _optimize_option(get, kind)
 
     raw_target = (get(TARGET) or "").strip().lower()
     if raw_target:
@@ -346,7 +353,26 @@ def _parse_one(
                 f"`{TARGET} = ` one of {', '.join(TARGETS)}"
             )
         target, from_board = MCU_TO_TARGET[mcu], True
-    return ModelOptions(model, kind, calibration, strict, target, from_board, selftest, validation, io)
+    return ModelOptions(model, kind, calibration, strict, target, from_board, selftest, validation, io,
+                        optimize=optimize)
+
+
+def _optimize_option(get: Callable[[str], str | None], kind: str) -> str:
+    """custom_executorch_optimize: speed (default) or ram (executorch_espnn.kernel_choice)."""
+    raw = (get(OPTIMIZE) or "").strip()
+    value = raw.lower() or OPTIMIZE_CHOICES[0]
+    if value not in OPTIMIZE_CHOICES:
+        raise OptionError(
+            f"{OPTIMIZE} = {raw}: unknown value; use `{OPTIMIZE} = speed` (the chip's fastest ESP-NN "
+            f"kernels, the default) or `{OPTIMIZE} = ram` (ESP-NN's ANSI kernel wherever a fast "
+            "kernel's scratch sets the arena's peak: less RAM, slower layers)"
+        )
+    if value != OPTIMIZE_CHOICES[0] and kind == "pte":
+        raise OptionError(
+            f"{OPTIMIZE} = {raw}: a ready .pte's kernels are fixed; point {MODEL} at the .py/.pt2 "
+            f"model or remove {OPTIMIZE}"
+        )
+    return value
 
 
 def _io_option(get: Callable[[str], str | None], kind: str) -> str:

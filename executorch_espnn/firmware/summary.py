@@ -123,15 +123,10 @@ def fit_problem(budget: RamBudget) -> tuple[str, bool] | None:
 
 # --- several models in one firmware (custom_executorch_model with `name = path` lines) --------
 
-ARENA_ALIGN = 16  # ESPNN_ARENA_ALIGN: each delegate's arena starts aligned in a shared arena
-
-
 def shared_arena_need(info: ModelInfo) -> int:
-    """Bytes of a shared arena that hold one model's delegate arenas: their sum, plus the
-    alignment padding between consecutive delegates (EspnnModel carves them in order)."""
-    arena = info.sizes.arena_bytes
-    gaps = max(0, info.ops.partitions - 1)
-    return arena + (ARENA_ALIGN - 1) * gaps if arena else 0
+    """Bytes of a shared arena that hold one model's delegates: its arena_bytes, the largest
+    partition's (every delegate of a model starts at the arena's base: espnn_arena_lease.h)."""
+    return info.sizes.arena_bytes
 
 
 def shared_arena_bytes(infos: list[ModelInfo]) -> int:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..decisions import OpDecision
 from ..errors import PteError
+from ..kernel_choice import ansi_ops
 from ..payload import DType, Opcode, Payload, PayloadError, Storage, decode
 from ..payload.format import AVG_TORCH_ADAPTIVE, AVG_TORCH_MEAN, AVG_TORCH_POOL
 from ..payload.state import state_bytes
@@ -281,6 +282,7 @@ def analyse_payload(index: int, data: bytes) -> tuple[PartitionReport, list[Fast
         target=p.target.name.lower(),
         producer=".".join(map(str, p.producer)),
         arena=timeline,
+        ansi_ops=tuple((c.op, c.opcode, c.saved_bytes) for c in ansi_ops(p)),
     )
     layers = [lay for i in range(len(p.ops)) if (lay := _fast_path_layer(index, i, p)) is not None]
     return rep, layers, p
@@ -446,7 +448,9 @@ def build_report(
         delegated_ops=delegated,
         cpu_ops=cpu,
         partitions=partitions,
-        arena_bytes=sum(r.arena_bytes for r in partitions),
+        # one arena lent to every delegate of the method, each from its start: the largest
+        # partition's (espnn_component/adapter/espnn_arena_lease.h)
+        arena_bytes=max((r.arena_bytes for r in partitions), default=0),
         planned_bytes=sum(planned),
         weights_bytes=sum(r.weights_bytes for r in partitions) + cpu_weights,
         state_bytes=None if any(s is None for s in states) else sum(s for s in states if s is not None),

@@ -1,6 +1,6 @@
 """The whole RAM bill of a lowered program and the lower bound it is judged against.
 
-The bill is what ``EspnnModel::begin()`` allocates (docs/memory.md): the delegates' arenas,
+The bill is what ``EspnnModel::begin()`` allocates (docs/memory.md): the delegate arena,
 ExecuTorch's planned buffers, the delegate state (handles + decoded tables), the method
 allocator and the temp allocator — the five byte counts of the generated ``model_pte.h`` —
 plus the I/O views a sketch may ask for later (``input<int8_t>()`` on a float input and so on),
@@ -12,9 +12,10 @@ The bound is computed from the payloads' tensors and op order alone, never from 
 planner's offsets: at each op, the arena tensors written by an op at or before it and read at
 or after it are live; an op the format lets run in place (``OpSpec.in_place_slots``) whose input
 there dies at that op with the output's size counts that pair once; the running kernel's
-scratch comes from ``executorch_espnn.scratch`` for the op's operands.  Each delegate owns its
-arena (the runtime does not share arenas between delegates), so the bound sums the partitions'
-peaks.  The arenas are memory of their own, apart from ExecuTorch's planned buffers, which must
+scratch comes from ``executorch_espnn.scratch`` for the op's operands.  The delegates of one
+method all use one arena, each from its start (they never run at the same time and keep nothing
+in it between calls: espnn_component/adapter/espnn_arena_lease.h), so the arena's bound is the
+largest partition's peak, not their sum.  The arena is memory of its own, apart from ExecuTorch's planned buffers, which must
 at some moment hold together whichever is largest of: the program's inputs (before the first
 instruction), its outputs (after the last), or one delegate call's inputs and outputs (during
 the call), each in the dtype the program has it (``held_io``).  ExecuTorch's planner may reuse
@@ -47,7 +48,17 @@ def io_view_bytes(dtype: str, numel: int, scale: float | None) -> int:
 def op_scratch(p: Payload, i: int) -> int:
     """The scratch bytes op ``i``'s kernel uses, from its operands (executorch_espnn.scratch),
     for the kernels that take one: ESP-NN's dense and depthwise convolutions without dilation
-    (grouped and dilated ones run on the engine's own kernels) and its softmax."""
+    (grouped and dilated ones run on the engine's own kernels) and its softmax.  A convolution
+    with ``scratch_size`` 0 runs ESP-NN's ANSI kernel (executorch_espnn.kernel_choice): none."""
+    op = p.ops[i]
+    if op.opcode in (Opcode.CONV2D, Opcode.DEPTHWISE_CONV2D) and op.scratch_size == 0:
+        return 0
+    return kernel_scratch(p, i)
+
+
+def kernel_scratch(p: Payload, i: int) -> int:
+    """The scratch the target's ESP-NN kernel for op ``i`` takes for its operands (its fast
+    kernel for a convolution, whatever the payload chose)."""
     op = p.ops[i]
     if op.opcode not in (Opcode.CONV2D, Opcode.DEPTHWISE_CONV2D, Opcode.SOFTMAX):
         return 0
@@ -209,9 +220,10 @@ def ram_record(peaks: Sequence[PartitionPeak], io: HeldIO, r: dict[str, Any]) ->
     views = [{"role": role, "name": s["name"], "dtype": s["dtype"],
               "bytes": io_view_bytes(s["dtype"], _numel(s["shape"]), s["scale"])}
              for role, side in (("input", "inputs"), ("output", "outputs")) for s in r[side]]
-    act = sum(p.activation_bytes for p in peaks)
-    scratch = sum(p.scratch_bytes for p in peaks)
+    # one arena for every partition: the largest partition's peak (module docstring)
     top = max(peaks, key=lambda p: p.bytes, default=None)
+    act = top.activation_bytes if top is not None else 0
+    scratch = top.scratch_bytes if top is not None else 0
     bound = {"bytes": act + scratch + io.bytes, "activation_bytes": act, "scratch_bytes": scratch,
              "io_bytes": io.bytes, "io_held": io.what, "setter": top.setter() if top is not None else "no delegate",
              "partitions": [p.to_dict() for p in peaks]}

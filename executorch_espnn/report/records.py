@@ -114,6 +114,9 @@ class PartitionReport:
     # ("" for a ready .pte: the reasons come from the partitioner)
     starts: str = ""
     arena: ArenaTimeline | None = None
+    # RAM-first kernels (executorch_espnn.kernel_choice): (op index, opcode, scratch bytes saved)
+    # of each op moved to ESP-NN's ANSI kernel
+    ansi_ops: tuple[tuple[int, str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -150,7 +153,7 @@ class LoweringReport:
     delegated_ops: list[OpEntry]
     cpu_ops: list[OpEntry]
     partitions: list[PartitionReport]
-    arena_bytes: int  # sum of the delegates' arenas (scratch included)
+    arena_bytes: int  # the one arena every delegate uses: the largest partition's (scratch included)
     planned_bytes: int  # ExecuTorch's planned buffers, every mem id
     weights_bytes: int  # delegate constants + CPU-side constant tensors
     state_bytes: int | None  # sum of the delegates' decoded engine state
@@ -223,6 +226,8 @@ class LoweringReport:
                     "starts": p.starts,
                     "inputs": [ts(t) for t in p.inputs], "outputs": [ts(t) for t in p.outputs],
                     "arena": None if p.arena is None else p.arena.to_dict(),
+                    "ansi_ops": [{"op": i, "opcode": name, "saved_bytes": saved}
+                                 for i, name, saved in p.ansi_ops],
                 }
                 for p in self.partitions
             ],

@@ -146,6 +146,26 @@ def test_golden_suite_covers_every_s3_contract(s3_cases: list[golden.GoldenCase]
 
 
 @pytest.mark.slow
+def test_ram_first_convolutions_bit_exact_on_s3(tmp_path: Path) -> None:
+    """optimize="ram" on the real chip's kernels: every golden convolution as an S3 payload
+    without scratch runs ESP-NN's ANSI kernel (its S3 kernel would return without computing on
+    the NULL scratch) and is bit-exact with the reference executor."""
+    from devkit import payload_factory as pf
+    from devkit.scratch_helpers import retarget, without_conv_scratch
+    from executorch_espnn.payload.format import Target as PayloadTarget
+
+    _need_firmware()
+    cases = []
+    for c in pf.all_cases(0):
+        data, moved = without_conv_scratch(retarget(c.payload, PayloadTarget.ESP32S3))
+        if moved:
+            cases.append(golden.make_case(c.name, data, c.inputs))
+    assert len(cases) >= 5
+    out = _golden_run(cases, tmp_path, esp32s3.KERNELS_S3, name="golden_ram_first")
+    assert f"EMU VERDICT PASS target=esp32s3 cases={len(cases)} failed=0" in out, out[-3000:]
+
+
+@pytest.mark.slow
 def test_depthwise_needs_the_call_frame_rounding(s3_cases: list[golden.GoldenCase],
                                                  tmp_path: Path) -> None:
     """clang's unrounded call-frame SP moves (ESP-NN's S3 depthwise dispatcher keeps a frame

@@ -9,7 +9,7 @@
 #include "espnn_conv_common.h"
 #include "espnn_fixedpoint.h"
 
-enum { CONV_KERNEL_ESPNN = 1, CONV_KERNEL_GENERIC = 2 };
+enum { CONV_KERNEL_ESPNN = 1, CONV_KERNEL_GENERIC = 2, CONV_KERNEL_ANSI = 3 };
 
 typedef struct conv_state {
     espnn_conv_geom_t g;
@@ -60,10 +60,16 @@ static espnn_status_t prepare(espnn_prep_t *p)
     espnn_scratch_geom_t sg;
     espnn_scratch_geom_of(p, g, &sg);
     sg.ch_mult = 1;
-    return espnn_prep_scratch(p, espnn_conv_scratch_touched(ESPNN_BUILD_TARGET, &sg));
+    const uint32_t need = espnn_conv_scratch_touched(ESPNN_BUILD_TARGET, &sg);
+    if (p->scratch_size == 0u && need > 0u) {
+        /* RAM first: ESP-NN's ANSI kernel, no scratch (espnn_s3_kernels.h) */
+        p->kernel = CONV_KERNEL_ANSI;
+        return ESPNN_OK;
+    }
+    return espnn_prep_scratch(p, need);
 }
 
-static void eval_espnn(const espnn_exec_t *x, const espnn_conv_geom_t *g)
+static void eval_espnn(const espnn_exec_t *x, const espnn_conv_geom_t *g, int ansi)
 {
     data_dims_t in, filt, out;
     conv_params_t cp;
@@ -74,9 +80,15 @@ static void eval_espnn(const espnn_exec_t *x, const espnn_conv_geom_t *g)
     const size_t out_img = (size_t)g->oh * g->ow * g->cout;
     for (uint32_t n = 0; n < g->n; n++) {
         esp_nn_set_conv_scratch_buf(x->scratch); /* a global in ESP-NN: set before each call */
-        espnn_conv_s8(&in, (const int8_t *)x->in[0] + n * in_img, &filt,
-                      (const int8_t *)x->in[1], (const int32_t *)x->in[2], &out,
-                      (int8_t *)x->out + n * out_img, &cp, &q);
+        if (ansi) {
+            espnn_conv_s8_ansi(&in, (const int8_t *)x->in[0] + n * in_img, &filt,
+                               (const int8_t *)x->in[1], (const int32_t *)x->in[2], &out,
+                               (int8_t *)x->out + n * out_img, &cp, &q);
+        } else {
+            espnn_conv_s8(&in, (const int8_t *)x->in[0] + n * in_img, &filt,
+                          (const int8_t *)x->in[1], (const int32_t *)x->in[2], &out,
+                          (int8_t *)x->out + n * out_img, &cp, &q);
+        }
     }
 }
 
@@ -132,8 +144,8 @@ static void eval_generic(const espnn_exec_t *x, const espnn_conv_geom_t *g)
 static void eval(const espnn_exec_t *x)
 {
     const conv_state_t *s = (const conv_state_t *)x->data;
-    if (x->op->kernel == CONV_KERNEL_ESPNN) {
-        eval_espnn(x, &s->g);
+    if (x->op->kernel == CONV_KERNEL_ESPNN || x->op->kernel == CONV_KERNEL_ANSI) {
+        eval_espnn(x, &s->g, x->op->kernel == CONV_KERNEL_ANSI);
     } else {
         eval_generic(x, &s->g);
     }

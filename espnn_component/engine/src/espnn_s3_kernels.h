@@ -116,6 +116,44 @@ static inline void espnn_depthwise_conv_s8(const data_dims_t *in_dims, const int
 #endif
 }
 
+/*
+ * RAM-first kernels (custom_executorch_optimize = ram): a CONV2D/DEPTHWISE_CONV2D whose
+ * payload scratch_size is 0 although this chip's optimised ESP-NN kernel would take scratch
+ * for its operands (scratch_rules.c) runs ESP-NN's ANSI kernel, which takes none.  The lowering
+ * chooses that where the optimised kernel's scratch sets the arena's peak.  On every other
+ * build esp_nn_*_s8 takes no scratch for such an op, so the plain call is the ANSI choice.
+ */
+#if ESPNN_S3_KERNELS || (defined(CONFIG_IDF_TARGET_ESP32P4) && defined(CONFIG_NN_OPTIMIZED))
+#define ESPNN_HAS_ANSI_NAMES 1
+#else
+#define ESPNN_HAS_ANSI_NAMES 0
+#endif
+
+static inline void espnn_conv_s8_ansi(const data_dims_t *in_dims, const int8_t *in,
+                                      const data_dims_t *filt_dims, const int8_t *filt,
+                                      const int32_t *bias, const data_dims_t *out_dims, int8_t *out,
+                                      const conv_params_t *cp, const quant_data_t *q)
+{
+#if ESPNN_HAS_ANSI_NAMES
+    esp_nn_conv_s8_ansi(in_dims, in, filt_dims, filt, bias, out_dims, out, cp, q);
+#else
+    esp_nn_conv_s8(in_dims, in, filt_dims, filt, bias, out_dims, out, cp, q);
+#endif
+}
+
+static inline void espnn_depthwise_conv_s8_ansi(const data_dims_t *in_dims, const int8_t *in,
+                                                const data_dims_t *filt_dims, const int8_t *filt,
+                                                const int32_t *bias, const data_dims_t *out_dims,
+                                                int8_t *out, const dw_conv_params_t *cp,
+                                                const quant_data_t *q)
+{
+#if ESPNN_HAS_ANSI_NAMES
+    esp_nn_depthwise_conv_s8_ansi(in_dims, in, filt_dims, filt, bias, out_dims, out, cp, q);
+#else
+    esp_nn_depthwise_conv_s8(in_dims, in, filt_dims, filt, bias, out_dims, out, cp, q);
+#endif
+}
+
 static inline void espnn_avg_pool_s8(const int8_t *in, uint16_t w, uint16_t h, int8_t *out,
                                      uint16_t ow, uint16_t oh, uint16_t sw, uint16_t sh,
                                      uint16_t kw, uint16_t kh, uint16_t pw, uint16_t ph,

@@ -171,6 +171,9 @@ HN_S3_AND_ANSI(esp_nn_fully_connected_per_ch_s8,
                 const int32_t activation_min, const int32_t activation_max))
 #undef HN_S3_AND_ANSI
 #undef HN_POOL_PARAMS
+/* the scratch buffers last set, for the S3 stand-ins' NULL-scratch contract */
+const void *hn_conv_scratch_buf(void);
+const void *hn_depthwise_conv_scratch_buf(void);
 #endif
 
 #ifdef __cplusplus

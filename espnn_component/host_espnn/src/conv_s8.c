@@ -25,6 +25,13 @@ void esp_nn_set_conv_scratch_buf(const void *buf)
     conv_scratch = buf;
 }
 
+#ifdef ESPNN_HOST_S3_CONTRACTS
+const void *hn_conv_scratch_buf(void)
+{
+    return conv_scratch;
+}
+#endif
+
 static int32_t imax(int32_t a, int32_t b)
 {
     return a > b ? a : b;

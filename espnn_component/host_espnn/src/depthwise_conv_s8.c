@@ -24,6 +24,13 @@ void esp_nn_set_depthwise_conv_scratch_buf(const void *buf)
     dw_scratch = buf;
 }
 
+#ifdef ESPNN_HOST_S3_CONTRACTS
+const void *hn_depthwise_conv_scratch_buf(void)
+{
+    return dw_scratch;
+}
+#endif
+
 #if defined(ESPNN_HOST_SCRATCH_GUARD) && HN_GUARD_S3
 #include <string.h>
 

@@ -6,6 +6,7 @@
  * statement of them.
  */
 #ifdef ESPNN_HOST_S3_CONTRACTS
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -56,9 +57,21 @@ void esp_nn_mul_elementwise_s8_ansi(MUL_PARAMS)
             fits(in_d->width, in_d->height, out_d->width, out_d->height, cp->stride.width,     \
                  cp->stride.height, f_d->width, f_d->height, cp->padding.width,                \
                  cp->padding.height))
+/* ESP-NN 1.2.3's S3 conv returns without computing on a NULL scratch buffer, except on its
+ * 1x1 path, which has no check and writes nothing for fewer than 8 positions; its S3
+ * depthwise always returns.  The engine passes NULL for scratch_size 0, so an op without
+ * scratch must reach the ANSI kernel (RAM-first kernels, espnn_s3_kernels.h). */
+static int s3_conv_runs_without_scratch(const data_dims_t *in_d, const data_dims_t *f_d,
+                                        const conv_params_t *cp)
+{
+    return f_d->width == 1 && f_d->height == 1 && cp->padding.width == 0 &&
+           cp->padding.height == 0 && cp->stride.width == 1 && cp->stride.height == 1 &&
+           in_d->width * in_d->height < 8;
+}
 void esp_nn_conv_s8_esp32s3(CONV_PARAMS(conv_params_t))
 {
     CONV_CONTRACT;
+    require(hn_conv_scratch_buf() != NULL || s3_conv_runs_without_scratch(in_d, f_d, cp));
     esp_nn_conv_s8(CONV_ARGS);
 }
 void esp_nn_conv_s8_ansi(CONV_PARAMS(conv_params_t))
@@ -68,6 +81,7 @@ void esp_nn_conv_s8_ansi(CONV_PARAMS(conv_params_t))
 void esp_nn_depthwise_conv_s8_esp32s3(CONV_PARAMS(dw_conv_params_t))
 {
     CONV_CONTRACT;
+    require(hn_depthwise_conv_scratch_buf() != NULL);
     esp_nn_depthwise_conv_s8(CONV_ARGS);
 }
 void esp_nn_depthwise_conv_s8_ansi(CONV_PARAMS(dw_conv_params_t))

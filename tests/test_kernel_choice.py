@@ -1,0 +1,132 @@
+"""RAM-first kernels (``lower(..., optimize="ram")``, ``custom_executorch_optimize = ram``,
+executorch_espnn/kernel_choice.py): the decision against an independent simulation of the
+arena, the bound and report that follow it, the options' errors, and a lowered model whose S3
+arena becomes the esp32 one (whose kernels take no scratch)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from executorch_espnn.errors import LoweringError
+from executorch_espnn.kernel_choice import ansi_ops, check_optimize, choose_ram_first
+from executorch_espnn.payload import Opcode, decode
+from executorch_espnn.report.ram import kernel_scratch, op_scratch, partition_peak
+from tests.test_ram_bill import _s3_chain, _simulated_peak
+
+
+def test_the_choice_takes_exactly_the_scratch_that_sets_the_peak() -> None:
+    """After the choice no kept kernel's scratch reaches above the final peak, and every op
+    moved to ANSI would: checked with the reference-counting simulation of test_ram_bill."""
+    p = _s3_chain()
+    before = [op.scratch_size for op in p.ops]
+    assert any(before), "the chain has S3 scratch"
+    speed_peak, _ = _simulated_peak(p, before)
+    chosen = choose_ram_first(p)
+    after = [op.scratch_size for op in p.ops]
+    assert chosen and all(after[i] == 0 and before[i] > 0 for i in chosen)
+    final, _ = _simulated_peak(p, after)
+    assert final < speed_peak
+    # the final peak is set by activations alone; putting back any moved op's scratch raises it
+    assert final == _simulated_peak(p, [0] * len(p.ops))[0]
+    for i in chosen:
+        back = list(after)
+        back[i] = before[i]
+        assert _simulated_peak(p, back)[0] > final, i
+    # kept kernels keep their scratch; ansi_ops names the moved ones with what they saved
+    assert [i for i, s in enumerate(after) if s] == [i for i, s in enumerate(before) if s and i not in chosen]
+    assert [(c.op, c.saved_bytes) for c in ansi_ops(p)] == sorted((i, before[i]) for i in chosen)
+    # the bound's scratch follows the payload: none for the moved ops, the rule for the others
+    assert [op_scratch(p, i) for i in range(len(p.ops))] == after
+    assert [kernel_scratch(p, i) for i in chosen] == [before[i] for i in chosen]
+    assert partition_peak(0, p).bytes == final
+
+
+def test_speed_is_the_default_and_a_wrong_value_names_both_choices() -> None:
+    assert check_optimize("speed") == "speed" and check_optimize("ram") == "ram"
+    with pytest.raises(LoweringError) as e:
+        check_optimize("small")
+    assert str(e.value).startswith("optimize='small' is not a choice: use optimize=\"speed\" (the default")
+    assert 'optimize="ram"' in str(e.value)
+
+
+def test_lower_refuses_a_wrong_optimize_before_any_work() -> None:
+    import torch
+
+    import executorch_espnn as ee
+
+    with pytest.raises(LoweringError, match=r"^optimize='fast' is not a choice"):
+        ee.lower(torch.nn.Linear(4, 2), (torch.randn(1, 4),), optimize="fast")
+
+
+MODEL_PY = "def model():\n    pass\n\ndef example_inputs():\n    pass\n"
+
+
+def _parse(tmp_path: Path, model: str, **options: str) -> Any:
+    from executorch_espnn.firmware.options import parse_env_options
+
+    return parse_env_options({"custom_executorch_model": model, **options}, tmp_path, "esp32s3")
+
+
+def test_platformio_optimize_option(tmp_path: Path) -> None:
+    from executorch_espnn.firmware.job import ArtifactJob
+    from executorch_espnn.firmware.options import OptionError
+
+    (tmp_path / "model.py").write_text(MODEL_PY)
+    (tmp_path / "model.pte").write_bytes(b"\0" * 16)
+    default = _parse(tmp_path, "model.py")
+    chosen = _parse(tmp_path, "model.py", custom_executorch_optimize="RAM")
+    assert (default.optimize, chosen.optimize) == ("speed", "ram")
+    # part of the lowering's cache key when set; the default keeps earlier builds' keys
+    assert "optimize" not in default.cache_fields() and chosen.cache_fields()["optimize"] == "ram"
+    assert ArtifactJob.from_options(chosen, tmp_path / "out").optimize == "ram"
+    with pytest.raises(OptionError) as e:
+        _parse(tmp_path, "model.py", custom_executorch_optimize="size")
+    assert str(e.value).startswith("custom_executorch_optimize = size: unknown value; use "
+                                   "`custom_executorch_optimize = speed`")
+    assert "`custom_executorch_optimize = ram`" in str(e.value)
+    with pytest.raises(OptionError, match=r"^custom_executorch_optimize = ram: a ready \.pte's kernels are fixed"):
+        _parse(tmp_path, "model.pte", custom_executorch_optimize="ram")
+
+
+@pytest.mark.slow
+def test_ds_cnn_on_the_s3_needs_the_esp32_arena_with_ram_first_kernels() -> None:
+    """DS-CNN for the ESP32-S3 with optimize="ram": its arena is what the esp32 lowering (whose
+    kernels take no scratch) plans, the report names each moved layer and what it saved, and
+    the program computes what the speed program does (host.run)."""
+    import numpy as np
+
+    import executorch_espnn as ee
+    from devkit.zoo import ZOO
+    from executorch_espnn import host
+    from executorch_espnn.pte import delegate_payloads
+
+    z = ZOO["ds_cnn_kws"]
+    cal = z.calibration_data(2)
+    lowered = {key: ee.lower(z.model(), z.example_inputs(), calibration=cal, target=target, io="int8",
+                             optimize=opt)
+               for key, target, opt in (("esp32", "esp32", "speed"), ("s3", "esp32s3", "speed"),
+                                        ("s3_ram", "esp32s3", "ram"))}
+    arena = {k: lm.report.arena_bytes for k, lm in lowered.items()}
+    assert arena["s3_ram"] == arena["esp32"] < arena["s3"]
+    (p,) = (decode(d) for d in delegate_payloads(lowered["s3_ram"].pte))
+    moved = ansi_ops(p)
+    assert moved and {c.opcode for c in moved} <= {"CONV2D", "DEPTHWISE_CONV2D"}
+    (fast,) = (decode(d) for d in delegate_payloads(lowered["s3"].pte))
+    assert all(fast.ops[c.op].scratch_size == c.saved_bytes for c in moved)
+    # the ops not moved keep the fast kernel's scratch
+    kept = [i for i, op in enumerate(p.ops) if op.opcode in (Opcode.CONV2D, Opcode.DEPTHWISE_CONV2D)
+            and i not in {c.op for c in moved}]
+    assert all(p.ops[i].scratch_size == fast.ops[i].scratch_size for i in kept)
+    text = str(lowered["s3_ram"].report)
+    for c in moved:
+        assert (f"partition 0 op {c.op} {c.opcode}: ESP-NN's ANSI kernel (optimize = ram), "
+                f"{c.saved_bytes:,} B of scratch saved") in text
+    assert lowered["s3_ram"].report.to_dict()["partitions"][0]["ansi_ops"][0]["saved_bytes"] == moved[0].saved_bytes
+    assert "ANSI kernel" not in str(lowered["s3"].report)
+    for x in z.test_inputs(2):
+        xq = lowered["s3"].inputs[0]
+        q = np.clip(np.round(x[0].numpy() / xq.scale) + xq.zero_point, -128, 127).astype(np.int8)
+        np.testing.assert_array_equal(host.run(lowered["s3_ram"].pte, [q])[0], host.run(lowered["s3"].pte, [q])[0])
