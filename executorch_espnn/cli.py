@@ -41,6 +41,7 @@ from .version import __version__
 
 OUTPUT_FILES = ("model.pte", "report.json", "report.txt", "report.html", "selected_operators.yaml")
 SELFTEST_FILE = "selftest.npz"  # written with --selftest N
+PROFILE_FILE = "profile.json"  # written with --profile: the layer table model_pte.h embeds
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -78,6 +79,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="the program's inputs and outputs: float32 (default) or the int8 values of "
                         "the delegate's quantized side (4x smaller planned memory; scale and zero "
                         "point in the report and model_pte.h)")
+    b.add_argument("--profile", action="store_true",
+                   help="a profiling build: write the layer table EspnnModel::profile() prints against "
+                        f"({PROFILE_FILE}, report.json's profile)")
     b.add_argument("--verbose", action="store_true", help="show tracebacks on errors")
     b.add_argument("--quiet", action="store_true", help="print only errors")
 
@@ -186,14 +190,22 @@ def _build(args: argparse.Namespace, out: TextIO) -> int:
             _strict_check([(e.operator, e.reason) for e in report.cpu_ops], args.model)
         pte = src.pte
         selftest = None
+        if args.profile:
+            from .errors import OptionValueError
+
+            raise OptionValueError(
+                "profile", "yes", f"{args.model.name} is an already lowered .pte, which carries no layer names",
+                "pass the .py or .pt2 model to profile it",
+            )
+        table = None
     else:
         from .lowering import lower
 
         assert src.model is not None
         lowered = lower(src.model, src.example_inputs, src.calibration, target=target,
                         strict=args.strict, progress=say, selftest=args.selftest,
-                        validation=src.validation, io=io)
-        report, pte, selftest = lowered.report, lowered.pte, lowered.selftest
+                        validation=src.validation, io=io, profile=args.profile)
+        report, pte, selftest, table = lowered.report, lowered.pte, lowered.selftest, lowered.profile
     written = _write_outputs(args.out, pte, json.dumps(report.to_dict(), indent=2) + "\n", str(report),
                              report.html())
     selftest_path = args.out / SELFTEST_FILE
@@ -201,6 +213,12 @@ def _build(args: argparse.Namespace, out: TextIO) -> int:
         written.append(selftest.save(selftest_path))
     else:
         selftest_path.unlink(missing_ok=True)  # a stale one would be embedded by the build
+    profile_path = args.out / PROFILE_FILE
+    if table is not None:
+        profile_path.write_text(json.dumps(table.to_dict(), indent=1) + "\n", encoding="utf-8")
+        written.append(profile_path)
+    else:
+        profile_path.unlink(missing_ok=True)  # a stale one would be embedded by the build
     if not args.quiet:
         say("")
         say(report.summary())

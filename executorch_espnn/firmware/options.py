@@ -25,6 +25,9 @@ SELFTEST = PREFIX + "selftest"
 VALIDATION = PREFIX + "validation"
 IO = PREFIX + "io"  # the program's inputs/outputs: float (default) or int8
 IO_CHOICES = ("float", "int8")  # the first is the default
+# yes: a profiling firmware (CONFIG_ESPNN_ET_PROFILE, the layer table in model_pte.h) whose
+# EspnnModel::profile() prints each delegated layer's time; no (default): no counting code at all
+PROFILE = PREFIX + "profile"
 # Where an ESP build's pinned source trees come from (sources.py reads them).
 RUNTIME_DIR = PREFIX + "runtime_dir"  # a pytorch/executorch checkout at the wheel's commit
 FLATBUFFERS_DIR = PREFIX + "flatbuffers_dir"  # google/flatbuffers at ExecuTorch's pin
@@ -44,7 +47,7 @@ PARTITION_SIZE = PREFIX + "partition_size"  # the model partition's size (defaul
 # may share one delegate arena (EspnnSharedArena, ESPNN_SHARED_ARENA_BYTES).
 SHARED_ARENA = PREFIX + "shared_arena"
 KNOWN = (MODEL, CALIBRATION, STRICT, TARGET, SELFTEST, VALIDATION, IO, RUNTIME, SHARED_ARENA,
-         *SOURCE_OPTIONS, STORAGE, PARTITION_SIZE)
+         *SOURCE_OPTIONS, STORAGE, PARTITION_SIZE, PROFILE)
 
 
 def ini_name(lowering_option: str) -> str | None:
@@ -86,11 +89,14 @@ class ModelOptions:
     validation: Path | None = None  # absolute
     io: str = "float"  # one of IO_CHOICES
     name: str = ""  # "" for the one unnamed model (model_pte.h), else model_<name>_pte.h
+    profile: bool = False  # custom_executorch_profile
 
     def cache_fields(self) -> dict[str, str]:
         """The option values that change the lowering's output (paths are hashed as content)."""
         fields = {"kind": self.kind, "strict": str(self.strict), "target": self.target,
                   "selftest": str(self.selftest), "io": self.io}
+        if self.profile:  # (absent when off: an unprofiled build keeps its cache key)
+            fields["profile"] = "yes"
         if self.name:  # the generated symbols carry it
             fields["name"] = self.name
         return fields
@@ -188,7 +194,7 @@ def parse_models(
                 f"{name}: unknown option; the executorch options are {', '.join(KNOWN)}"
             )
     raw_model = (get(MODEL) or "").strip()
-    others = [n for n in (CALIBRATION, STRICT, TARGET, SELFTEST, VALIDATION, IO, SHARED_ARENA)
+    others = [n for n in (CALIBRATION, STRICT, TARGET, SELFTEST, VALIDATION, IO, SHARED_ARENA, PROFILE)
               if (get(n) or "").strip()]
     if not raw_model:
         if others:
@@ -329,6 +335,7 @@ def _parse_one(
     strict = _parse_bool(STRICT, get(STRICT) or "no")
     selftest, validation = _selftest_options(get, project_dir, kind)
     io = _io_option(get, kind)
+    prof = profile_option(get, kind)
 
     raw_target = (get(TARGET) or "").strip().lower()
     if raw_target:
@@ -346,7 +353,20 @@ def _parse_one(
                 f"`{TARGET} = ` one of {', '.join(TARGETS)}"
             )
         target, from_board = MCU_TO_TARGET[mcu], True
-    return ModelOptions(model, kind, calibration, strict, target, from_board, selftest, validation, io)
+    return ModelOptions(model, kind, calibration, strict, target, from_board, selftest, validation, io,
+                        profile=prof)
+
+
+def profile_option(get: Callable[[str], str | None], kind: str = "py") -> bool:
+    """custom_executorch_profile: yes or no (default).  A ready .pte carries no layer names."""
+    raw = (get(PROFILE) or "").strip()
+    value = _parse_bool(PROFILE, raw or "no")
+    if value and kind == "pte":
+        raise OptionError(
+            f"{PROFILE} = {raw}: a ready .pte carries no layer names to profile against; point "
+            f"{MODEL} at the .py/.pt2 model or remove {PROFILE}"
+        )
+    return value
 
 
 def _io_option(get: Callable[[str], str | None], kind: str) -> str:
