@@ -1,5 +1,5 @@
 """Command line: ``python -m executorch_espnn`` (or ``executorch-espnn``)
-``build|inspect|init|cmake-prefix|platform``.
+``build|inspect|init|cmake-prefix|profile|platform``.
 
     build MODEL --out DIR [--target esp32s3] [--strict] [--calibration data.npz]
           [--validation val.npz] [--selftest N] [--io float|int8]
@@ -14,6 +14,10 @@
     cmake-prefix
         prints what CMAKE_PREFIX_PATH needs for find_package(executorch_espnn CONFIG) (and
         the executorch wheel's folder, for find_package(executorch CONFIG))
+    profile LOG --report DIR|report.html
+        reads the profile lines EspnnModel::profile() printed (a saved serial log), checks them
+        against the build's report, prints them as a table and adds each layer's time to
+        report.html
     platform path | platform install
         prints where the PlatformIO platform is / installs it so `platform = executorch-espnn`
         resolves
@@ -53,7 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("--version", action="version", version=f"executorch-espnn {__version__}")
     sub = ap.add_subparsers(dest="command", required=True,
-                            metavar="{build,inspect,init,cmake-prefix,platform}")
+                            metavar="{build,inspect,init,cmake-prefix,profile,platform}")
 
     b = sub.add_parser("build", help="lower a model and write model.pte plus its report",
                        description="Lower MODEL (.py defining model()/example_inputs(), .pt2 from "
@@ -104,6 +108,16 @@ def _parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("cmake-prefix", help="print CMAKE_PREFIX_PATH for find_package(executorch_espnn)")
     c.add_argument("--verbose", action="store_true", help="show tracebacks on errors")
+
+    f = sub.add_parser("profile", help="merge a profile log from the target into report.html",
+                       description="Read the espnn-profile lines EspnnModel::profile() printed (saved from "
+                                   "the serial monitor), check them against the build's report, print the "
+                                   "per-layer table and add each layer's time and share to report.html.")
+    f.add_argument("log", type=Path, help="the saved serial output")
+    f.add_argument("--report", type=Path, required=True,
+                   help="the build's report: its report.html, the folder `build --out` wrote, or the "
+                        "PlatformIO build folder (.pio/build/<env>)")
+    f.add_argument("--verbose", action="store_true", help="show tracebacks on errors")
 
     p = sub.add_parser("platform", help="where the PlatformIO platform is, or install it")
     p.add_argument("action", choices=("path", "install"))
@@ -264,6 +278,8 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
             return _cmake_prefix(out)
         if args.command == "platform":
             return _platform(args, out)
+        if args.command == "profile":
+            return _profile(args, out)
         return _inspect(args, out)
 
 
@@ -283,6 +299,25 @@ def _cmake_prefix(out: TextIO) -> int:
     from .host.build import executorch_dir
 
     print(f"{resources.cmake_prefix_path()};{executorch_dir()}", file=out)
+    return 0
+
+
+def _profile(args: argparse.Namespace, out: TextIO) -> int:
+    from .report import html
+    from .report.profile import ProfileLogError, check_against, parse_log, report_json_path, text_table
+
+    try:
+        text = args.log.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise ProfileLogError(f"{args.log}: cannot read the log ({exc.strerror})") from exc
+    report_json = report_json_path(args.report)
+    report = json.loads(report_json.read_text(encoding="utf-8"))
+    profile = parse_log(text, str(args.log))
+    check_against(profile, report, str(args.log))
+    page = report_json.with_name("report.html")
+    page.write_text(html.report_html(report, profile.to_dict()), encoding="utf-8")
+    print(text_table(profile), file=out)
+    print(f"wrote {page}", file=out)
     return 0
 
 
