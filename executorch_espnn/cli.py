@@ -304,7 +304,13 @@ def _cmake_prefix(out: TextIO) -> int:
 
 def _profile(args: argparse.Namespace, out: TextIO) -> int:
     from .report import html
-    from .report.profile import ProfileLogError, check_against, parse_log, report_json_path, text_table
+    from .report.profile import (
+        ProfileLogError,
+        check_against,
+        parse_log,
+        report_json_path,
+        text_table,
+    )
 
     try:
         text = args.log.read_text(encoding="utf-8", errors="replace")

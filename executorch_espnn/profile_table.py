@@ -88,11 +88,13 @@ def _producer(node: Node) -> Node:
     getitem of a multi-output operator (max_pool2d_with_indices), which the report does not list."""
     import operator
 
+    from torch.fx import Node as FxNode
+
     from .graph.names import is_qdq
 
     while node.op == "call_function" and (is_qdq(node) or node.target is operator.getitem):
         arg = node.args[0] if node.args else None
-        if not hasattr(arg, "op"):
+        if not isinstance(arg, FxNode):
             break
         node = arg
     return node

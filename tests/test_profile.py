@@ -49,7 +49,7 @@ def test_option_errors_name_the_option_and_the_fix(tmp_path: Path) -> None:
         parse_env_options({"custom_executorch_model": "model.py", "custom_executorch_profile": "maybe"},
                           tmp_path, "esp32s3")
     (tmp_path / "m.pte").write_bytes(b"x")
-    with pytest.raises(OptionError, match="custom_executorch_profile = yes: a ready .pte carries no layer names"):
+    with pytest.raises(OptionError, match=r"custom_executorch_profile = yes: a ready \.pte carries no layer names"):
         parse_env_options({"custom_executorch_model": "m.pte", "custom_executorch_profile": "yes"},
                           tmp_path, "esp32s3")
     with pytest.raises(OptionError, match="custom_executorch_profile is set but custom_executorch_model is not"):
@@ -209,7 +209,7 @@ def test_profile_on_the_host_names_every_layer_and_changes_no_output(
     for ly in table:  # each layer is a graph operator of the report (or the program input it quantizes)
         assert ly.name in graph or ly.name in [t["name"] for t in report["inputs"]], ly
         assert ly.location == (graph.get(ly.name) or "")
-    assert [ly.name for ly in table if ly.family == "CONV2D"][0] == "aten_relu_default"  # conv+bn+relu fused
+    assert next(ly.name for ly in table if ly.family == "CONV2D") == "aten_relu_default"  # conv+bn+relu fused
 
     gen_off = render_model(plain.pte, tmp_path_factory.mktemp("gen-off"))
     gen_on = render_model(prof.pte, tmp_path_factory.mktemp("gen-on"), profile=prof.profile.to_dict())

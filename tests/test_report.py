@@ -264,7 +264,7 @@ def test_to_dict_is_json_with_stable_keys(tmp_path: Path) -> None:
         "planned_buffers", "weights_bytes", "delegate_weights_bytes", "cpu_weights_bytes",
         "state_bytes", "n_delegated_ops", "n_cpu_ops", "delegated_ops", "cpu_ops", "cpu_kernels",
         "partitions", "inputs", "outputs", "fast_path", "float_averages", "timings", "versions",
-        "warnings", "accuracy", "graph", "ram",
+        "warnings", "accuracy", "graph", "ram", "profile",
     }
     assert "starts" in back["partitions"][0]
     assert back["cpu_ops"][0] == {"operator": "aten.cumsum.default", "location": "net.py:12 in forward",
