@@ -1,7 +1,8 @@
 /*
  * The profile clock of each target, in one place (included by engine.c only when ESPNN_PROFILE
  * is on).  espnn_clock_now() returns a free-running 32-bit count; ESPNN_CLOCK_UNIT names it.
- *  - ESP-IDF / Arduino-ESP32 (ESP_PLATFORM): esp_cpu_get_cycle_count(), which reads the chip's
+ *  - ESP-IDF / Arduino-ESP32 (ESP_PLATFORM): esp_cpu_get_cycle_count() (esp_cpu_get_ccount() on
+ *    ESP-IDF 4.4), which reads the chip's
  *    counter (CCOUNT on ESP32/S2/S3; the machine performance counter on C3/C6/H2, which
  *    ESP-IDF's start-up enables; mcycle on P4), so no chip-specific register is named here;
  *  - other Xtensa (the emulated S3 and lx106): CCOUNT;
@@ -26,8 +27,13 @@ static inline uint32_t espnn_clock_now(void) { return espnn_profile_clock_extern
 
 #elif defined(ESP_PLATFORM)
 #include "esp_cpu.h"
+#include "esp_idf_version.h"
 #define ESPNN_CLOCK_UNIT "cycles"
+#if ESP_IDF_VERSION_MAJOR >= 5
 static inline uint32_t espnn_clock_now(void) { return (uint32_t)esp_cpu_get_cycle_count(); }
+#else /* ESP-IDF 4.4 (Arduino-ESP32 2.0.x) names it esp_cpu_get_ccount() */
+static inline uint32_t espnn_clock_now(void) { return (uint32_t)esp_cpu_get_ccount(); }
+#endif
 
 #elif defined(__XTENSA__)
 #define ESPNN_CLOCK_UNIT "cycles"
