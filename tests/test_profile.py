@@ -59,8 +59,7 @@ def test_option_errors_name_the_option_and_the_fix(tmp_path: Path) -> None:
 def test_kconfig_override_only_when_profiling(tmp_path: Path) -> None:
     import sys
 
-    sys.path.insert(0, str(ROOT / "builder"))
-    from espnn_pio.kconfig_glue import KconfigSetup
+    from builder.espnn_pio.kconfig_glue import KconfigSetup
 
     def setup(profile: bool) -> KconfigSetup:
         return KconfigSetup(COMPONENT / "Kconfig", tmp_path, tmp_path / "sdkconfig.host",
