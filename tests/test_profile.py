@@ -56,6 +56,18 @@ def test_option_errors_name_the_option_and_the_fix(tmp_path: Path) -> None:
         parse_env_options({"custom_executorch_profile": "yes"}, tmp_path, "esp32s3")
 
 
+def test_profile_and_a_model_partition_are_refused_together() -> None:
+    from executorch_espnn.firmware.options import storage_choice
+
+    def get(name: str) -> str | None:
+        return "partition" if name == "custom_executorch_storage" else None
+
+    assert storage_choice(get).is_partition
+    with pytest.raises(OptionError, match=r"^custom_executorch_profile = yes: the layer table belongs to one model, "
+                                          r"and with custom_executorch_storage = partition"):
+        storage_choice(get, profile=True)
+
+
 def test_kconfig_override_only_when_profiling(tmp_path: Path) -> None:
     import sys
 

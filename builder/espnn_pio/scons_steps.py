@@ -76,7 +76,8 @@ def read_storage(env: Any, models: list[options.ModelOptions]) -> options.Storag
         value = config.get(section, name, None)
         return None if value is None else str(value)
 
-    return options.storage_choice(get, max((m.selftest for m in models), default=0), len(models))
+    return options.storage_choice(get, max((m.selftest for m in models), default=0), len(models),
+                                  any(m.profile for m in models))
 
 
 def _setup_partition(env: Any, info: ModelInfo, image: Path, is_host: bool) -> bool:

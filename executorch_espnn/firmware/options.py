@@ -469,7 +469,8 @@ def parse_size(name: str, raw: str) -> int:
     return value
 
 
-def storage_choice(get: Callable[[str], str | None], selftest: int = 0, n_models: int = 1) -> StorageOptions:
+def storage_choice(get: Callable[[str], str | None], selftest: int = 0, n_models: int = 1,
+                   profile: bool = False) -> StorageOptions:
     """custom_executorch_storage: "embedded" (the default) or "partition" (one model only)."""
     raw = (get(STORAGE) or "").strip().lower()
     raw_size = (get(PARTITION_SIZE) or "").strip()
@@ -496,6 +497,12 @@ def storage_choice(get: Callable[[str], str | None], selftest: int = 0, n_models
             f"{SELFTEST} = {selftest}: the self-test's expected outputs belong to one model, and "
             f"with {STORAGE} = partition the firmware runs whichever model is uploaded; remove "
             f"{SELFTEST} or use {STORAGE} = embedded"
+        )
+    if profile:
+        raise OptionError(
+            f"{PROFILE} = yes: the layer table belongs to one model, and with {STORAGE} = partition "
+            f"the firmware runs whichever model is uploaded; profile with {STORAGE} = embedded, or "
+            f"remove {PROFILE}"
         )
     size = 0
     if raw_size:
