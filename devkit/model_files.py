@@ -9,13 +9,15 @@ from typing import Any
 
 
 def render_model(pte: bytes, out: Path, *, edit: dict[str, Any] | None = None,
-                 sizes: Any = None, selftest: dict[str, Any] | None = None) -> Path:
+                 sizes: Any = None, selftest: dict[str, Any] | None = None,
+                 profile: dict[str, Any] | None = None) -> Path:
     """Write model.pte and the generated header/data the PlatformIO model step writes, with
     the sizes measured by host.measure (nobody guesses) or, for another target, ``sizes`` (a
     host.PteSizes measured there); returns the folder to pass as ESPNN_MODEL_DIR.  `edit`
     overrides fields ("sizes.arena_bytes", "inputs.0.scale", ...) to make the inconsistent
     headers the runtime must refuse; `selftest` is the self-test table's context
-    (``SelfTest.to_context()``, possibly tampered with)."""
+    (``SelfTest.to_context()``, possibly tampered with); `profile` the layer table of a
+    profiling build (``ProfileTable.to_dict()``)."""
     from executorch_espnn import host
     from executorch_espnn.firmware import pte_meta, render
     from executorch_espnn.firmware.model_info import ModelInfo, Sizes, Versions
@@ -39,7 +41,7 @@ def render_model(pte: bytes, out: Path, *, edit: dict[str, Any] | None = None,
             setattr(getattr(info.pte, section)[int(index)], attr, value)
         else:
             setattr(info, section, replace(getattr(info, section), **{field: value}))
-    render.write_all(info, out, selftest)
+    render.write_all(info, out, selftest, profile=profile)
     return Path(out / render.GENERATED_SUBDIR)
 
 

@@ -315,16 +315,21 @@ def _version() -> str:
     return component.wheel_executorch_version()
 
 
+def _with(units: Sequence[Unit], extra: Sequence[str]) -> list[Unit]:
+    return [Unit(u.source, (*u.flags, *extra), u.label, u.inputs) for u in units]
+
+
 def component_parts(tree: et_runtime.ExecutorchTree, kernels: Kernels,
-                    stack: StackTarget = CORTEX_M7) -> dict[str, Path]:
+                    stack: StackTarget = CORTEX_M7, extra: Sequence[str] = ()) -> dict[str, Path]:
     """The component as three static libraries: engine, ESP-NN kernels, and the adapter with
-    EspnnModel, the memory policy and the bare-metal PAL."""
+    EspnnModel, the memory policy and the bare-metal PAL; ``extra`` flags go to every unit of
+    the engine and the adapter (``-DESPNN_PROFILE=1``: the profiler)."""
     hdr = tree.header_flags()
     adapter = component.adapter_units(hdr, component.baremetal_defines(_version()), pal="baremetal")
     groups = {
-        "engine": component.engine_units(kernels),
+        "engine": _with(component.engine_units(kernels), extra),
         "esp-nn kernels": kernels.units(),
-        "adapter + memory policy + PAL": [*adapter, *component.memory_units("host")],
+        "adapter + memory policy + PAL": [*_with(adapter, extra), *component.memory_units("host")],
     }
     t = stack.target
     return {part: build.archive(t, build.compile_units(t, units),
@@ -348,7 +353,7 @@ def board_units(stack: StackTarget) -> list[Unit]:
 def firmware(tree: et_runtime.ExecutorchTree, kernels: Kernels, app: Sequence[Unit],
              model_dir: Path, operators: Sequence[str], registration_cpp: Path,
              n_kernels: int, name: str, *, keep_registration: bool = True,
-             stack: StackTarget = CORTEX_M7) -> Firmware:
+             stack: StackTarget = CORTEX_M7, extra: Sequence[str] = ()) -> Firmware:
     t = stack.target
     data = model_dir / "model_pte_data.S"
     pte = model_dir.parent / "model.pte"
@@ -359,7 +364,7 @@ def firmware(tree: et_runtime.ExecutorchTree, kernels: Kernels, app: Sequence[Un
         "espnn_registration")
     kernels_lib = et_runtime.kernels_library(tree, t, operators)
     runtime_lib = et_runtime.runtime_library(tree, t, n_kernels)
-    parts = component_parts(tree, kernels, stack)
+    parts = component_parts(tree, kernels, stack, extra)
     # The PAL and the registration sit in static libraries nothing references: -u keeps them
     # (the runtime's et_pal_* references are weak and never pull an archive member).
     keep = [*component.lists()["ESPNN_PAL_SYMBOLS"], *([REGISTER_SYMBOL] if keep_registration else [])]
@@ -432,29 +437,36 @@ def prepare_model(model: StackModel, tree: et_runtime.ExecutorchTree,
 
 def run_app(p: Prepared, kernels: Kernels, tree: et_runtime.ExecutorchTree, *,
             timeout: float = 300.0, edit: dict[str, Any] | None = None,
-            keep_registration: bool = True) -> StackRun:
+            keep_registration: bool = True, profile: dict[str, Any] | None = None) -> StackRun:
     """Steps 3 and 4: the header with the target's sizes (``edit`` overrides fields, as
     ``render_model`` takes them), the vectors, the application firmware and its run.  A failing
-    run does not raise: the StackRun says what happened."""
+    run does not raise: the StackRun says what happened.  ``profile`` (a layer table,
+    ``ProfileTable.to_dict()``): a profiling firmware (the component built with ESPNN_PROFILE,
+    the table in the header) that prints EspnnModel::profile() after the last case."""
     t0 = time.monotonic()
     tag = "target" if not edit else "edit-" + hashlib.sha256(repr(sorted(edit.items())).encode()).hexdigest()[:8]
-    target_dir = render_model_dir(p, p.work / tag, edit)
+    if profile is not None:
+        tag += "-profile"
+    extra = ("-DESPNN_PROFILE=1",) if profile is not None else ()
+    target_dir = render_model_dir(p, p.work / tag, edit, profile)
     vectors = write_vectors(p.model, kernels.name, p.work / "vectors" / kernels.name / "model_vectors.h")
-    app = [Unit(STACK_APP / "model_main.cpp", _app_flags(tree, p.stack, target_dir, vectors.parent))]
+    app = [Unit(STACK_APP / "model_main.cpp", (*_app_flags(tree, p.stack, target_dir, vectors.parent), *extra))]
     fw = firmware(tree, kernels, app, target_dir, p.operators, p.registration_cpp, p.n_kernels,
                   f"model-{p.model.name}-{kernels.name}-{tag}"
                   + ("" if keep_registration else "-no-u"), keep_registration=keep_registration,
-                  stack=p.stack)
+                  stack=p.stack, extra=extra)
     t1 = time.monotonic()
     r = targets.run(p.stack.target, fw.elf, timeout=timeout)
     return StackRun(p.model.name, kernels.name, p.operators, p.sizes32, p.sizes_host, fw,
                     r.returncode, r.output, {"build": t1 - t0, "run": time.monotonic() - t1})
 
 
-def render_model_dir(p: Prepared, out: Path, edit: dict[str, Any] | None = None) -> Path:
+def render_model_dir(p: Prepared, out: Path, edit: dict[str, Any] | None = None,
+                     profile: dict[str, Any] | None = None) -> Path:
     from devkit.model_files import render_model
 
-    return render_model(p.model.pte, out, sizes=p.sizes32, edit=edit, selftest=p.model.selftest)
+    return render_model(p.model.pte, out, sizes=p.sizes32, edit=edit, selftest=p.model.selftest,
+                        profile=profile)
 
 
 def run_model(model: StackModel, kernels: Kernels, tree: et_runtime.ExecutorchTree | None = None,

@@ -1,8 +1,8 @@
 """Command line: ``python -m executorch_espnn`` (or ``executorch-espnn``)
-``build|inspect|init|cmake-prefix|platform``.
+``build|inspect|init|cmake-prefix|profile|platform``.
 
     build MODEL --out DIR [--target esp32s3] [--strict] [--calibration data.npz]
-          [--validation val.npz] [--selftest N] [--io float|int8] [--optimize speed|ram]
+          [--validation val.npz] [--selftest N] [--io float|int8] [--optimize speed|ram] [--profile]
         lowers a .py/.pt2 model (or takes a ready .pte) and writes DIR/model.pte,
         DIR/report.json, DIR/report.txt, DIR/report.html (the same report as one self-contained
         page) and DIR/selected_operators.yaml (and, with --selftest N, DIR/selftest.npz: N inputs
@@ -14,6 +14,10 @@
     cmake-prefix
         prints what CMAKE_PREFIX_PATH needs for find_package(executorch_espnn CONFIG) (and
         the executorch wheel's folder, for find_package(executorch CONFIG))
+    profile LOG --report DIR|report.html
+        reads the profile lines EspnnModel::profile() printed (a saved serial log), checks them
+        against the build's report, prints them as a table and adds each layer's time to
+        report.html
     platform path | platform install
         prints where the PlatformIO platform is / installs it so `platform = executorch-espnn`
         resolves
@@ -41,6 +45,7 @@ from .version import __version__
 
 OUTPUT_FILES = ("model.pte", "report.json", "report.txt", "report.html", "selected_operators.yaml")
 SELFTEST_FILE = "selftest.npz"  # written with --selftest N
+PROFILE_FILE = "profile.json"  # written with --profile: the layer table model_pte.h embeds
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -52,7 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("--version", action="version", version=f"executorch-espnn {__version__}")
     sub = ap.add_subparsers(dest="command", required=True,
-                            metavar="{build,inspect,init,cmake-prefix,platform}")
+                            metavar="{build,inspect,init,cmake-prefix,profile,platform}")
 
     b = sub.add_parser("build", help="lower a model and write model.pte plus its report",
                        description="Lower MODEL (.py defining model()/example_inputs(), .pt2 from "
@@ -81,6 +86,9 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--optimize", default="speed", metavar="speed|ram",
                    help="speed (default): the chip's fastest ESP-NN kernels; ram: ESP-NN's ANSI kernel "
                         "wherever a fast kernel's scratch sets the arena's peak (the report lists them)")
+    b.add_argument("--profile", action="store_true",
+                   help="a profiling build: write the layer table EspnnModel::profile() prints against "
+                        f"({PROFILE_FILE}, report.json's profile)")
     b.add_argument("--verbose", action="store_true", help="show tracebacks on errors")
     b.add_argument("--quiet", action="store_true", help="print only errors")
 
@@ -103,6 +111,16 @@ def _parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("cmake-prefix", help="print CMAKE_PREFIX_PATH for find_package(executorch_espnn)")
     c.add_argument("--verbose", action="store_true", help="show tracebacks on errors")
+
+    f = sub.add_parser("profile", help="merge a profile log from the target into report.html",
+                       description="Read the espnn-profile lines EspnnModel::profile() printed (saved from "
+                                   "the serial monitor), check them against the build's report, print the "
+                                   "per-layer table and add each layer's time and share to report.html.")
+    f.add_argument("log", type=Path, help="the saved serial output")
+    f.add_argument("--report", type=Path, required=True,
+                   help="the build's report: its report.html, the folder `build --out` wrote, or the "
+                        "PlatformIO build folder (.pio/build/<env>)")
+    f.add_argument("--verbose", action="store_true", help="show tracebacks on errors")
 
     p = sub.add_parser("platform", help="where the PlatformIO platform is, or install it")
     p.add_argument("action", choices=("path", "install"))
@@ -199,14 +217,22 @@ def _build(args: argparse.Namespace, out: TextIO) -> int:
             _strict_check([(e.operator, e.reason) for e in report.cpu_ops], args.model)
         pte = src.pte
         selftest = None
+        if args.profile:
+            from .errors import OptionValueError
+
+            raise OptionValueError(
+                "profile", "yes", f"{args.model.name} is an already lowered .pte, which carries no layer names",
+                "pass the .py or .pt2 model to profile it",
+            )
+        table = None
     else:
         from .lowering import lower
 
         assert src.model is not None
         lowered = lower(src.model, src.example_inputs, src.calibration, target=target,
                         strict=args.strict, progress=say, selftest=args.selftest,
-                        validation=src.validation, io=io, optimize=optimize)
-        report, pte, selftest = lowered.report, lowered.pte, lowered.selftest
+                        validation=src.validation, io=io, optimize=optimize, profile=args.profile)
+        report, pte, selftest, table = lowered.report, lowered.pte, lowered.selftest, lowered.profile
     written = _write_outputs(args.out, pte, json.dumps(report.to_dict(), indent=2) + "\n", str(report),
                              report.html())
     selftest_path = args.out / SELFTEST_FILE
@@ -214,6 +240,12 @@ def _build(args: argparse.Namespace, out: TextIO) -> int:
         written.append(selftest.save(selftest_path))
     else:
         selftest_path.unlink(missing_ok=True)  # a stale one would be embedded by the build
+    profile_path = args.out / PROFILE_FILE
+    if table is not None:
+        profile_path.write_text(json.dumps(table.to_dict(), indent=1) + "\n", encoding="utf-8")
+        written.append(profile_path)
+    else:
+        profile_path.unlink(missing_ok=True)  # a stale one would be embedded by the build
     if not args.quiet:
         say("")
         say(report.summary())
@@ -259,6 +291,8 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
             return _cmake_prefix(out)
         if args.command == "platform":
             return _platform(args, out)
+        if args.command == "profile":
+            return _profile(args, out)
         return _inspect(args, out)
 
 
@@ -278,6 +312,31 @@ def _cmake_prefix(out: TextIO) -> int:
     from .host.build import executorch_dir
 
     print(f"{resources.cmake_prefix_path()};{executorch_dir()}", file=out)
+    return 0
+
+
+def _profile(args: argparse.Namespace, out: TextIO) -> int:
+    from .report import html
+    from .report.profile import (
+        ProfileLogError,
+        check_against,
+        parse_log,
+        report_json_path,
+        text_table,
+    )
+
+    try:
+        text = args.log.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise ProfileLogError(f"{args.log}: cannot read the log ({exc.strerror})") from exc
+    report_json = report_json_path(args.report)
+    report = json.loads(report_json.read_text(encoding="utf-8"))
+    profile = parse_log(text, str(args.log))
+    check_against(profile, report, str(args.log))
+    page = report_json.with_name("report.html")
+    page.write_text(html.report_html(report, profile.to_dict()), encoding="utf-8")
+    print(text_table(profile), file=out)
+    print(f"wrote {page}", file=out)
     return 0
 
 

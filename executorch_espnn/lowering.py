@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from .accuracy import AccuracyReport
     from .modelfile import ValidationData
     from .partitioner import EspNNPartitioner
+    from .profile_table import ProfileTable
     from .quantizer import EspNNQuantizer
     from .selftest import SelfTest
 
@@ -86,6 +87,9 @@ class LoweredModel:
     # lower(..., validation=...): float vs PT2E vs the delegate on the validation data (also
     # report.accuracy)
     accuracy: AccuracyReport | None = None
+    # lower(..., profile=True): the layer table EspnnModel::profile() prints against (also
+    # report.profile)
+    profile: ProfileTable | None = None
 
     @property
     def inputs(self) -> list[TensorSpec]:
@@ -153,6 +157,7 @@ def lower(
     validation: Iterable[Any] | ValidationData | None = None,
     io: str = "float",
     optimize: str = "speed",
+    profile: bool = False,
 ) -> LoweredModel:
     """Lower ``model`` for ``target`` and return the program, its report and stage timings.
 
@@ -186,6 +191,10 @@ def lower(
     partition's arena peak, ESP-NN's ANSI kernel, which needs none (same int8 results, slower;
     the report's "RAM-first kernels" lists each op and the bytes saved); ``"speed"`` (the
     default) keeps the fastest kernels.  See executorch_espnn.kernel_choice.
+    ``profile=True`` adds the layer table of a profiling build (``LoweredModel.profile``, the
+    report's ``profile``): each delegated op with the report's layer name and source location,
+    and the CPU operators between the delegates, for ``EspnnModel::profile()``.  The program's
+    bytes are the same with and without it: profiling is the firmware's compile-time switch.
     """
     from .kernel_choice import check_optimize
     from .program_io import check_io
@@ -211,6 +220,11 @@ def lower(
                                       already_quantized)
     partitioner, edge = _partition_stage(stages, qep, tgt, strict, int8_io=io_kind == "int8",
                                          optimize=optimize)
+    table = None
+    if profile:  # (before to_executorch(), whose passes rewrite the graph in place)
+        from .profile_table import build_table
+
+        table = build_table(edge.exported_program(), partitioner.decisions)
 
     accuracy = None
     if val is not None:  # (on the float-I/O program: int8 I/O only drops the boundary q/dq)
@@ -238,6 +252,7 @@ def lower(
         input_names=input_names,
         timings=timings.as_dict(),
         accuracy=accuracy,
+        profile=None if table is None else table.to_dict(),
     )
     st = None
     if selftest_io is not None:
@@ -245,7 +260,7 @@ def lower(
 
         source, stored, outputs = selftest_io
         st = build_selftest(source, stored, outputs, report.outputs)
-    return LoweredModel(pte, report, timings, qep, st, accuracy)
+    return LoweredModel(pte, report, timings, qep, st, accuracy, table)
 
 
 class _Stages:

@@ -258,13 +258,13 @@ def test_to_dict_is_json_with_stable_keys(tmp_path: Path) -> None:
     d = _hand_made().to_dict()
     text = json.dumps(d, sort_keys=True)
     back = json.loads(text)
-    assert back["schema"] == 3
+    assert back["schema"] == 4
     assert set(back) == {
         "schema", "target", "calibrated", "pte_bytes", "arena_bytes", "planned_bytes",
         "planned_buffers", "weights_bytes", "delegate_weights_bytes", "cpu_weights_bytes",
         "state_bytes", "n_delegated_ops", "n_cpu_ops", "delegated_ops", "cpu_ops", "cpu_kernels",
         "partitions", "inputs", "outputs", "fast_path", "float_averages", "timings", "versions",
-        "warnings", "accuracy", "graph", "ram",
+        "warnings", "accuracy", "graph", "ram", "profile",
     }
     assert "starts" in back["partitions"][0]
     assert back["cpu_ops"][0] == {"operator": "aten.cumsum.default", "location": "net.py:12 in forward",

@@ -44,6 +44,7 @@ class KconfigSetup:
     has_psram: bool
     platform_dir: Path  # whose executorch_espnn resolves, when it is a checkout
     python: str  # PlatformIO's Python ($PYTHONEXE)
+    profile: bool = False  # custom_executorch_profile = yes: CONFIG_ESPNN_ET_PROFILE forced on
     _values: dict[str, Any] | None = field(default=None, repr=False)
 
     def config_files(self) -> list[Path]:
@@ -56,7 +57,10 @@ class KconfigSetup:
     def overrides(self) -> dict[str, bool]:
         # SPIRAM is the board's fact, as ESP-IDF's own sdkconfig.h is for Arduino-ESP32: on
         # when the board declares PSRAM (BOARD_HAS_PSRAM), off otherwise (the host has none).
-        return {"SPIRAM": self.has_psram}
+        # custom_executorch_profile = yes turns the profiler on (the option is the one switch a
+        # PlatformIO user sets; menuconfig can turn it on as well); absent when off, so an
+        # unprofiled build resolves with the same command as before
+        return {"SPIRAM": self.has_psram, **({"ESPNN_ET_PROFILE": True} if self.profile else {})}
 
     def command(self, action: str, *extra: str) -> list[str]:
         """The resolver's command line for `header` or `menuconfig`."""
@@ -164,7 +168,7 @@ def board_has_psram(env: Any) -> bool:
     return "BOARD_HAS_PSRAM" in text
 
 
-def for_env(env: Any, platform_dir: Path) -> KconfigSetup | None:
+def for_env(env: Any, platform_dir: Path, profile: bool = False) -> KconfigSetup | None:
     kconfig = platform_dir / "espnn_component" / "Kconfig"
     if not kconfig.is_file():
         return None
@@ -177,6 +181,7 @@ def for_env(env: Any, platform_dir: Path) -> KconfigSetup | None:
         has_psram=board_has_psram(env),
         platform_dir=platform_dir,
         python=env.subst("$PYTHONEXE"),
+        profile=profile,
     )
 
 

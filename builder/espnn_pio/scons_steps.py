@@ -76,7 +76,8 @@ def read_storage(env: Any, models: list[options.ModelOptions]) -> options.Storag
         value = config.get(section, name, None)
         return None if value is None else str(value)
 
-    return options.storage_choice(get, max((m.selftest for m in models), default=0), len(models))
+    return options.storage_choice(get, max((m.selftest for m in models), default=0), len(models),
+                                  any(m.profile for m in models))
 
 
 def _setup_partition(env: Any, info: ModelInfo, image: Path, is_host: bool) -> bool:
@@ -127,7 +128,7 @@ def _setup(env: Any) -> None:
     except options.OptionError as exc:
         raise _Stop(str(exc)) from exc
     is_espidf_esp = "espidf" in _frameworks(env) and not platform.is_host_env()
-    kconf = _apply_kconfig(env, platform_dir, is_espidf_esp)
+    kconf = _apply_kconfig(env, platform_dir, is_espidf_esp, any(m.profile for m in models))
     if not _model_work_needed(env, models, storage, is_espidf_esp):
         return
     _add_source_trees(env, platform, runtime)
@@ -139,9 +140,11 @@ def _setup(env: Any) -> None:
     _hand_over(env, platform, built, storage, shared, step_out, is_espidf_esp)
 
 
-def _apply_kconfig(env: Any, platform_dir: Path, is_espidf_esp: bool) -> Any:
-    """The env's Kconfig: ESP-IDF's own menuconfig on espidf ESP builds, ours elsewhere."""
-    kconf = kconfig_glue.for_env(env, platform_dir)
+def _apply_kconfig(env: Any, platform_dir: Path, is_espidf_esp: bool, profile: bool = False) -> Any:
+    """The env's Kconfig: ESP-IDF's own menuconfig on espidf ESP builds, ours elsewhere
+    (``profile``: custom_executorch_profile = yes forces CONFIG_ESPNN_ET_PROFILE on there; an
+    ESP-IDF build takes it from its sdkconfig, docs/platformio.md)."""
+    kconf = kconfig_glue.for_env(env, platform_dir, profile)
     if not is_espidf_esp:
         kconfig_glue.add_menuconfig_target(env, kconf)
         try:

@@ -134,6 +134,12 @@ int main() {
                     model.last_latency_us());
         failed += ok ? 0u : 1u;
     }
+#if defined(ESPNN_PROFILE) && ESPNN_PROFILE
+    /* a profiling firmware: the last case's per-layer profile (docs/runtime.md, "Profiling") */
+    if (!model.profile()) {
+        failed++;
+    }
+#endif
     model.end();
     return verdict(failed == 0, failed, compared, "");
 }

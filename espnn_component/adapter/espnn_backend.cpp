@@ -24,6 +24,7 @@
 #include "espnn_engine.h"
 #include "espnn_et_config.h"
 #include "espnn_lock.h"
+#include "espnn_profile_sink.h"
 #include "espnn_status.h"
 #include "executorch_espnn.h"
 
@@ -63,6 +64,9 @@ struct Delegate {
     Block state;   /* decoded tables */
     Block arena;   /* activations + scratch */
     Block weights; /* a copy of the constants, or empty when used in place */
+#if ESPNN_PROFILE
+    const void *profile_key = nullptr; /* the Method's runtime allocator: its EspnnModel's sink */
+#endif
 };
 
 class DelegateMemory {
@@ -435,12 +439,18 @@ class EspNNDelegateBackend final : public et::BackendInterface {
             processed->Free();
         }
         live_memory_add(live_of(*d));
+#if ESPNN_PROFILE
+        d->profile_key = context.get_runtime_allocator();
+#endif
         return d;
     }
 
     et::Error execute(et::BackendExecutionContext &context, et::DelegateHandle *handle,
                       et::Span<et::EValue *> args) const override {
         (void)context;
+#if ESPNN_PROFILE
+        const uint32_t entered = espnn_profile_now();
+#endif
         Delegate *d = static_cast<Delegate *>(handle);
         if (d == nullptr || !d->model.ready) {
             report_error("execute: invalid delegate handle");
@@ -474,11 +484,32 @@ class EspNNDelegateBackend final : public et::BackendInterface {
             }
         }
         espnn_error_t err;
+#if ESPNN_PROFILE
+        ProfileSink *sink = profile_sink_find(d->profile_key);
+        const uint32_t n_ops = d->model.info.n_ops;
+        const bool keep = sink != nullptr && !sink->overflow && sink->calls < sink->call_capacity &&
+                          n_ops <= sink->op_capacity - sink->ops;
+        if (sink != nullptr && !keep) {
+            sink->overflow = true;
+        }
+        const espnn_status_t status = keep ? espnn_invoke_profiled(&d->model, sink->op_ticks + sink->ops, &err)
+                                           : espnn_invoke(&d->model, &err);
+#else
         const espnn_status_t status = espnn_invoke(&d->model, &err);
+#endif
         if (status != ESPNN_OK) {
             report_engine_error("execute", err);
             return error_for(status);
         }
+#if ESPNN_PROFILE
+        if (keep) {
+            sink->call_enter[sink->calls] = entered;
+            sink->call_exit[sink->calls] = espnn_profile_now();
+            sink->call_ops[sink->calls] = n_ops;
+            sink->calls++;
+            sink->ops += n_ops;
+        }
+#endif
         return et::Error::Ok;
     }
 

@@ -8,9 +8,11 @@ set(ESPNN_ADAPTER_SOURCES
   ${_espnn_adapter_root}/adapter/espnn_backend.cpp
   ${_espnn_adapter_root}/adapter/espnn_compat.cpp
   ${_espnn_adapter_root}/adapter/espnn_lock.cpp
+  ${_espnn_adapter_root}/adapter/espnn_profile_sink.cpp
   ${_espnn_adapter_root}/adapter/espnn_status.cpp)
 set(ESPNN_MODEL_SOURCES ${_espnn_adapter_root}/runtime/espnn_model.cpp
                         ${_espnn_adapter_root}/runtime/espnn_selftest.cpp
                         ${_espnn_adapter_root}/runtime/espnn_model_partition.cpp
+                        ${_espnn_adapter_root}/runtime/espnn_profile_print.cpp
                         ${_espnn_adapter_root}/runtime/espnn_model_image.c
                         ${_espnn_adapter_root}/runtime/espnn_shared_arena.cpp)

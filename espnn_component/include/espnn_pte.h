@@ -45,6 +45,25 @@ typedef struct espnn_selftest {
     const espnn_selftest_tensor_t *expected;  /* one per program output (n_outputs) */
 } espnn_selftest_t;
 
+/* The layer table model_pte.h carries in a profiling build (custom_executorch_profile = yes):
+ * what EspnnModel::profile() prints its measured times against.  Every string is printable
+ * ASCII without quotes. */
+typedef struct espnn_pte_profile_layer {
+    const char *name;     /* the report's layer: the graph value the op writes ("" if none) */
+    const char *location; /* "model.py:42 in forward", "" when unknown */
+    const char *family;   /* the payload opcode, "CONV2D" */
+    uint16_t partition;   /* the delegate (partition) index */
+    uint16_t op;          /* the op index inside that delegate's payload */
+} espnn_pte_profile_layer_t;
+
+typedef struct espnn_pte_profile {
+    uint32_t n_layers;                       /* every delegated op, in execution order */
+    const espnn_pte_profile_layer_t *layers;
+    uint32_t n_partitions;                   /* delegate calls of one method execution */
+    const char *const *cpu_ops;              /* n_partitions + 1: the CPU operators before each
+                                                delegate call and after the last ("" if none) */
+} espnn_pte_profile_t;
+
 typedef struct espnn_pte_desc {
     uint32_t desc_version; /* ESPNN_PTE_DESC_VERSION */
     const uint8_t *data;   /* the .pte, 16-byte aligned (delegate segments are 128-aligned inside) */
@@ -78,6 +97,8 @@ typedef struct espnn_pte_desc {
     const char *io_signature;        /* names, dtypes and shapes of the inputs and outputs */
     const char *io_signature_sha256; /* hex sha256 of io_signature: what an image must match */
     const char *host_image_path;     /* host board: the file that stands for the partition */
+    /* appended for custom_executorch_profile = yes; NULL otherwise (no profiling) */
+    const espnn_pte_profile_t *profile;
 } espnn_pte_desc_t;
 
 #define ESPNN_STORAGE_EMBEDDED 0u

@@ -167,6 +167,21 @@ class EXECUTORCH_ESPNN_API EspnnModel {
      * input views: ask again for float/int8 views afterwards); see docs/runtime.md. */
     bool self_test(char *line, size_t size);
 
+    /* The per-layer profile of the last successful invoke() (a profiling build:
+     * custom_executorch_profile = yes, CONFIG_ESPNN_ET_PROFILE; docs/runtime.md, "Profiling").
+     * Hands `print` one line at a time (no newline; nullptr: printf each with a newline):
+     *   espnn-profile begin layers=12 partitions=2 unit=cycles
+     *   espnn-profile layer 0 ticks=5120 share=10.24% part=0 op=0 family=CONV2D name="relu" at="model.py:35 in forward"
+     *   espnn-profile delegate 0 ticks=310 share=0.62% ops=9
+     *   espnn-profile cpu 1 ticks=800 share=1.60% ops="aten.flip.default"
+     *   espnn-profile total ticks=50000 layers=47000 delegates=700 cpu=2300 unit=cycles end
+     * one `layer` line per delegated op with the report's name and source location, one
+     * `delegate` line per delegate call (its time outside its ops), one `cpu` line per stretch of
+     * CPU operators (before, between and after the delegates); the shares add up to 100 %.
+     * False, after one "espnn-profile error: ..." line saying why, in a firmware built without
+     * the profiler, with a model header without the layer table, or before an invoke(). */
+    bool profile(void (*print)(const char *line, void *ctx) = nullptr, void *ctx = nullptr) const;
+
     struct Impl;
 
   private:

@@ -28,6 +28,8 @@
 #include "espnn_format.h"
 #include "espnn_mem.h"
 #include "espnn_model_partition.h"
+#include "espnn_profile_print.h"
+#include "espnn_profile_sink.h"
 
 namespace et = ::executorch::runtime;
 using ::executorch::aten::ScalarType;
@@ -189,6 +191,12 @@ struct EspnnModel::Impl {
     espnn_pte_desc_t desc{};
     espnn_partition::OwnedMapping mapping; /* end() closes it last, after the program that read it */
     char sha256[65] = {0};
+#if ESPNN_PROFILE
+    /* the last invoke()'s profile (begin() allocates the buffers when the header has a table) */
+    OwnedBlock profile_block;
+    espnn_et::ProfileSink sink;
+    espnn_profile_run_t run{};
+#endif
 
     Impl(const void *data, size_t size) : loader(data, size) {}
 };
@@ -639,6 +647,41 @@ bool bind_slots(EspnnModel::Impl &impl, const char *method_name, char *msg, size
 
 } // namespace
 
+namespace {
+
+/* A profiling build with a layer table: the sink's buffers, one slot more than the table has
+ * (so a program that runs more ops than its header lists is caught, not overrun). */
+bool prepare_profile(EspnnModel::Impl &impl, char *msg, size_t msg_size) {
+#if ESPNN_PROFILE
+    const espnn_pte_profile_t *table = impl.desc.profile;
+    if (table == nullptr) {
+        return true;
+    }
+    const size_t n_ops = static_cast<size_t>(table->n_layers) + 1;
+    const size_t n_calls = static_cast<size_t>(table->n_partitions) + 1;
+    const size_t bytes = (n_ops + 3 * n_calls) * sizeof(uint32_t);
+    impl.profile_block = OwnedBlock(espnn_mem_alloc(ESPNN_MEM_STATE, bytes, kPoolAlign, "EspnnModel profile",
+                                                    msg, msg_size));
+    if (impl.profile_block.ptr() == nullptr) {
+        return false;
+    }
+    uint32_t *words = static_cast<uint32_t *>(impl.profile_block.ptr());
+    impl.sink.op_ticks = words;
+    impl.sink.op_capacity = static_cast<uint32_t>(n_ops);
+    impl.sink.call_enter = words + n_ops;
+    impl.sink.call_exit = words + n_ops + n_calls;
+    impl.sink.call_ops = words + n_ops + 2 * n_calls;
+    impl.sink.call_capacity = static_cast<uint32_t>(n_calls);
+#else
+    (void)impl;
+    (void)msg;
+    (void)msg_size;
+#endif
+    return true;
+}
+
+} // namespace
+
 bool EspnnModel::load(char *msg, size_t msg_size) {
     Impl &impl = *impl_;
     const espnn_pte_desc_t &d = impl.desc;
@@ -659,7 +702,7 @@ bool EspnnModel::load(char *msg, size_t msg_size) {
     }
     return check_io(*meta, d, msg, msg_size) && plan_buffers(impl, *meta, msg, msg_size) &&
            make_allocators(impl, msg, msg_size) && load_method(impl, shared_, method_name, msg, msg_size) &&
-           bind_slots(impl, method_name, msg, msg_size);
+           bind_slots(impl, method_name, msg, msg_size) && prepare_profile(impl, msg, msg_size);
 }
 
 static void convert_output(const Slot &slot) {
@@ -744,7 +787,31 @@ bool EspnnModel::invoke() {
         return false;
     }
     executorch_espnn_clear_last_error();
+#if ESPNN_PROFILE
+    /* the whole method's time, so that the CPU operators' share is the rest (the delegates stamp
+     * their own entry and exit, espnn_profile_sink.h) */
+    const void *profile_key = static_cast<et::MemoryAllocator *>(&*impl_->method_allocator);
+    const bool profiling = impl_->sink.op_ticks != nullptr && espnn_et::profile_sink_open(profile_key, &impl_->sink);
+    impl_->run.valid = false;
+    const uint32_t executed = espnn_profile_now();
+#endif
     const et::Error err = impl_->method->execute();
+#if ESPNN_PROFILE
+    const uint32_t finished = espnn_profile_now();
+    if (profiling) {
+        espnn_et::profile_sink_close(profile_key);
+        impl_->run.start = executed;
+        impl_->run.stop = finished;
+        impl_->run.ops = impl_->sink.ops;
+        impl_->run.calls = impl_->sink.calls;
+        impl_->run.overflow = impl_->sink.overflow;
+        impl_->run.op_ticks = impl_->sink.op_ticks;
+        impl_->run.call_enter = impl_->sink.call_enter;
+        impl_->run.call_exit = impl_->sink.call_exit;
+        impl_->run.call_ops = impl_->sink.call_ops;
+        impl_->run.valid = err == et::Error::Ok;
+    }
+#endif
     if (shared_ != nullptr) {
         shared_->release(this);
     }
@@ -762,4 +829,15 @@ bool EspnnModel::invoke() {
     latency_us_ = us > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(us);
     error_[0] = '\0';
     return true;
+}
+
+bool EspnnModel::profile(void (*print)(const char *line, void *ctx), void *ctx) const {
+    const espnn_pte_desc_t &d = impl_ != nullptr ? impl_->desc : desc_;
+#if ESPNN_PROFILE
+    const espnn_profile_run_t *run = impl_ != nullptr ? &impl_->run : nullptr;
+    return espnn_profile_print(d.profile, run, espnn_profile_unit(), print, ctx);
+#else
+    (void)d;
+    return espnn_profile_print(nullptr, nullptr, nullptr, print, ctx);
+#endif
 }

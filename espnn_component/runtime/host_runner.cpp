@@ -5,6 +5,8 @@
  *   espnn_runner [--input INDEX=FILE]... [--seed N] [--repeat N] [--view native|float|int8]
  *   espnn_runner --selftest      runs EspnnModel::self_test() and prints its one line
  *                                (exit code 0 when every embedded case is bit-exact, else 1)
+ *   --profile                    after the outputs, prints EspnnModel::profile()'s lines of the
+ *                                last invoke (exit code 3 when it printed an error line)
  *
  * --view picks the EspnnModel view of every input and output: the program's own dtype
  * (default), float (quantized/dequantized at the boundary for int8 tensors) or int8 (the raw
@@ -37,11 +39,13 @@ struct Options {
     unsigned long repeat = 1;
     View view = View::kNative;
     bool selftest = false;
+    bool profile = false;
 };
 
 int usage(const char *argv0) {
     fprintf(stderr,
-            "usage: %s [--input INDEX=FILE]... [--seed N] [--repeat N] [--view native|float|int8] | --selftest\n",
+            "usage: %s [--input INDEX=FILE]... [--seed N] [--repeat N] [--view native|float|int8] [--profile] | "
+            "--selftest\n",
             argv0);
     return 2;
 }
@@ -51,6 +55,8 @@ bool parse_args(int argc, char **argv, Options *opt) {
         const char *arg = argv[i];
         if (strcmp(arg, "--selftest") == 0) {
             opt->selftest = true;
+        } else if (strcmp(arg, "--profile") == 0) {
+            opt->profile = true;
         } else if (strcmp(arg, "--input") == 0 && i + 1 < argc) {
             const char *spec = argv[++i];
             char *end = nullptr;
@@ -236,5 +242,8 @@ int main(int argc, char **argv) {
         print_tensor("output", i, info, dtype, data, model.output_numel(i));
     }
     printf("latency_us %lu\n", static_cast<unsigned long>(total_us / opt.repeat));
+    if (opt.profile && !model.profile()) {
+        return 3;
+    }
     return 0;
 }

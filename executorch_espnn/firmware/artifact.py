@@ -88,7 +88,7 @@ def build_artifacts(job: ArtifactJob) -> ModelInfo:
     info.name = job.name
     if job.is_partition:
         info.storage = write_image(out, info, job.target, job.partition_size)
-    render.write_all(info, out, selftest, job.name)
+    render.write_all(info, out, selftest, job.name, load_profile(out) if job.profile else None)
     info.write(out / INFO_FILE)
     progress(f"done in {time.monotonic() - t0:.1f} s -> {out}")
     return info
@@ -116,6 +116,8 @@ def lower(job: ArtifactJob) -> None:
         argv += ["--io", job.io]
     if job.optimize != "speed":
         argv += ["--optimize", job.optimize]
+    if job.profile:
+        argv.append("--profile")
     try:
         rc = cli.run(argv)
     except OptionValueError as exc:  # one line naming the platformio.ini option
@@ -211,6 +213,14 @@ def accuracy_lines(report: dict[str, Any]) -> list[str]:
     from ..report.text import accuracy_summary
 
     return accuracy_summary(acc).splitlines()
+
+
+def load_profile(out: Path) -> dict[str, Any]:
+    """The layer table the lowering wrote (profile.json, cli.PROFILE_FILE) for model_pte.h."""
+    from ..cli import PROFILE_FILE
+
+    table: dict[str, Any] = json.loads((out / PROFILE_FILE).read_text(encoding="utf-8"))
+    return table
 
 
 def load_selftest(out: Path) -> dict[str, Any] | None:

@@ -40,6 +40,7 @@ class ArtifactJob:
     storage: str = options.STORAGE_CHOICES[0]
     partition_size: int = 0  # bytes; 0: the image + headroom
     name: str = ""  # a named model's generated files (several models)
+    profile: bool = False  # custom_executorch_profile: the layer table in model_pte.h
     model_option: str = options.MODEL  # how the messages name the model
 
     def __post_init__(self) -> None:
@@ -63,7 +64,7 @@ class ArtifactJob:
         return cls(model=opts.model, kind=opts.kind, out=out, target=opts.target,
                    strict=opts.strict, calibration=opts.calibration, validation=opts.validation,
                    selftest=opts.selftest, io=opts.io, optimize=opts.optimize, storage=storage.kind,
-                   partition_size=storage.partition_size, name=opts.name)
+                   partition_size=storage.partition_size, name=opts.name, profile=opts.profile)
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(self).items()}
@@ -95,7 +96,7 @@ class ArtifactJob:
             if name in ("model", "out", "calibration", "validation"):
                 ok = isinstance(value, str) or (value is None and name in ("calibration", "validation"))
                 values[name] = Path(value) if isinstance(value, str) else None
-            elif name == "strict":
+            elif name in ("strict", "profile"):
                 ok = isinstance(value, bool)
                 values[name] = value
             elif name in ("selftest", "partition_size"):

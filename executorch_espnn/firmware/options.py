@@ -28,6 +28,9 @@ IO_CHOICES = ("float", "int8")  # the first is the default
 # RAM-first kernels (executorch_espnn.kernel_choice): speed (default) or ram
 OPTIMIZE = PREFIX + "optimize"
 OPTIMIZE_CHOICES = ("speed", "ram")  # the first is the default
+# yes: a profiling firmware (CONFIG_ESPNN_ET_PROFILE, the layer table in model_pte.h) whose
+# EspnnModel::profile() prints each delegated layer's time; no (default): no counting code at all
+PROFILE = PREFIX + "profile"
 # Where an ESP build's pinned source trees come from (sources.py reads them).
 RUNTIME_DIR = PREFIX + "runtime_dir"  # a pytorch/executorch checkout at the wheel's commit
 FLATBUFFERS_DIR = PREFIX + "flatbuffers_dir"  # google/flatbuffers at ExecuTorch's pin
@@ -47,7 +50,7 @@ PARTITION_SIZE = PREFIX + "partition_size"  # the model partition's size (defaul
 # may share one delegate arena (EspnnSharedArena, ESPNN_SHARED_ARENA_BYTES).
 SHARED_ARENA = PREFIX + "shared_arena"
 KNOWN = (MODEL, CALIBRATION, STRICT, TARGET, SELFTEST, VALIDATION, IO, OPTIMIZE, RUNTIME, SHARED_ARENA,
-         *SOURCE_OPTIONS, STORAGE, PARTITION_SIZE)
+         *SOURCE_OPTIONS, STORAGE, PARTITION_SIZE, PROFILE)
 
 
 def ini_name(lowering_option: str) -> str | None:
@@ -90,6 +93,7 @@ class ModelOptions:
     io: str = "float"  # one of IO_CHOICES
     name: str = ""  # "" for the one unnamed model (model_pte.h), else model_<name>_pte.h
     optimize: str = "speed"  # one of OPTIMIZE_CHOICES
+    profile: bool = False  # custom_executorch_profile
 
     def cache_fields(self) -> dict[str, str]:
         """The option values that change the lowering's output (paths are hashed as content)."""
@@ -97,6 +101,8 @@ class ModelOptions:
                   "selftest": str(self.selftest), "io": self.io}
         if self.optimize != "speed":  # the default keeps the cache keys of earlier builds
             fields["optimize"] = self.optimize
+        if self.profile:  # (absent when off: an unprofiled build keeps its cache key)
+            fields["profile"] = "yes"
         if self.name:  # the generated symbols carry it
             fields["name"] = self.name
         return fields
@@ -194,7 +200,7 @@ def parse_models(
                 f"{name}: unknown option; the executorch options are {', '.join(KNOWN)}"
             )
     raw_model = (get(MODEL) or "").strip()
-    others = [n for n in (CALIBRATION, STRICT, TARGET, SELFTEST, VALIDATION, IO, SHARED_ARENA)
+    others = [n for n in (CALIBRATION, STRICT, TARGET, SELFTEST, VALIDATION, IO, SHARED_ARENA, PROFILE)
               if (get(n) or "").strip()]
     if not raw_model:
         if others:
@@ -336,6 +342,7 @@ def _parse_one(
     selftest, validation = _selftest_options(get, project_dir, kind)
     io = _io_option(get, kind)
     optimize = _optimize_option(get, kind)
+    prof = profile_option(get, kind)
 
     raw_target = (get(TARGET) or "").strip().lower()
     if raw_target:
@@ -354,7 +361,7 @@ def _parse_one(
             )
         target, from_board = MCU_TO_TARGET[mcu], True
     return ModelOptions(model, kind, calibration, strict, target, from_board, selftest, validation, io,
-                        optimize=optimize)
+                        optimize=optimize, profile=prof)
 
 
 def _optimize_option(get: Callable[[str], str | None], kind: str) -> str:
@@ -371,6 +378,18 @@ def _optimize_option(get: Callable[[str], str | None], kind: str) -> str:
         raise OptionError(
             f"{OPTIMIZE} = {raw}: a ready .pte's kernels are fixed; point {MODEL} at the .py/.pt2 "
             f"model or remove {OPTIMIZE}"
+        )
+    return value
+
+
+def profile_option(get: Callable[[str], str | None], kind: str = "py") -> bool:
+    """custom_executorch_profile: yes or no (default).  A ready .pte carries no layer names."""
+    raw = (get(PROFILE) or "").strip()
+    value = _parse_bool(PROFILE, raw or "no")
+    if value and kind == "pte":
+        raise OptionError(
+            f"{PROFILE} = {raw}: a ready .pte carries no layer names to profile against; point "
+            f"{MODEL} at the .py/.pt2 model or remove {PROFILE}"
         )
     return value
 
@@ -475,7 +494,8 @@ def parse_size(name: str, raw: str) -> int:
     return value
 
 
-def storage_choice(get: Callable[[str], str | None], selftest: int = 0, n_models: int = 1) -> StorageOptions:
+def storage_choice(get: Callable[[str], str | None], selftest: int = 0, n_models: int = 1,
+                   profile: bool = False) -> StorageOptions:
     """custom_executorch_storage: "embedded" (the default) or "partition" (one model only)."""
     raw = (get(STORAGE) or "").strip().lower()
     raw_size = (get(PARTITION_SIZE) or "").strip()
@@ -502,6 +522,12 @@ def storage_choice(get: Callable[[str], str | None], selftest: int = 0, n_models
             f"{SELFTEST} = {selftest}: the self-test's expected outputs belong to one model, and "
             f"with {STORAGE} = partition the firmware runs whichever model is uploaded; remove "
             f"{SELFTEST} or use {STORAGE} = embedded"
+        )
+    if profile:
+        raise OptionError(
+            f"{PROFILE} = yes: the layer table belongs to one model, and with {STORAGE} = partition "
+            f"the firmware runs whichever model is uploaded; profile with {STORAGE} = embedded, or "
+            f"remove {PROFILE}"
         )
     size = 0
     if raw_size:

@@ -31,7 +31,7 @@ OUTPUTS = {
     "CMakeLists.txt": "model_component.cmake.j2",
 }
 # Templates the outputs include (their content is part of the model step's cache key too).
-INCLUDES = ("model_selftest.h.j2", "model_pte_partition.h.j2")
+INCLUDES = ("model_selftest.h.j2", "model_profile.h.j2", "model_pte_partition.h.j2")
 # Outputs a custom_executorch_storage = partition build does not have (the bytes stay out).
 EMBEDDED_ONLY = ("model_pte_data.S",)
 
@@ -150,16 +150,18 @@ def selftest_summary(selftest: dict[str, Any] | None) -> SelftestSummary:
 
 
 def write_all(info: ModelInfo, out: Path, selftest: dict[str, Any] | None = None,
-              name: str = "") -> list[Path]:
+              name: str = "", profile: dict[str, Any] | None = None) -> list[Path]:
     """Render into out/espnn_model/ (the .pte stays at out/model.pte).  ``selftest``: the
     context of the embedded self-test table (``SelfTest.to_context()``), None for none.
-    ``name``: a named model's files and symbols (`named`), in out/espnn_model_<name>/."""
+    ``name``: a named model's files and symbols (`named`), in out/espnn_model_<name>/.
+    ``profile``: the layer table of a profiling build (``ProfileTable.to_dict()``), None for none."""
     from .. import rendering
 
     env = rendering.environment()
     ctx = info.to_dict()
     ctx["pte_path"] = _asm_path((out / "model.pte").resolve())
     ctx["selftest"] = selftest if selftest and selftest.get("n_cases") else None
+    ctx["profile"] = profile
     ctx["storage"] = ctx.get("storage")  # None: embedded; else the partition's fields
     written = []
     gen = out / generated_subdir(name)

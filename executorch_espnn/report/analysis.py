@@ -388,6 +388,7 @@ def build_report(
     timings: dict[str, float] | None = None,
     partition_starts: Sequence[str] | None = None,
     accuracy: AccuracyReport | None = None,
+    profile: dict[str, Any] | None = None,
 ) -> LoweringReport:
     """The report of a ``.pte``.  ``decisions`` (from ``EspNNPartitioner.decisions``) supply
     the reasons and locations, ``partition_starts`` (``EspNNPartitioner.partition_starts``)
@@ -470,6 +471,7 @@ def build_report(
         graph=graph,
         peaks=peaks,
         held_io=held_io(info),
+        profile=profile,
     )
 
 

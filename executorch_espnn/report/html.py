@@ -31,7 +31,10 @@ def _e(value: object) -> str:
             .replace('"', "&quot;").replace("'", "&#39;"))
 
 
-def report_html(r: Report) -> str:
+def report_html(r: Report, measured: dict[str, Any] | None = None) -> str:
+    """The page; ``measured``: a profile read back from the target (``report.profile.Profile.to_dict()``,
+    ``executorch-espnn profile``), which adds each layer's time and share to the layers table and
+    the "Profile on the target" section."""
     fast = r["fast_path"]["layers"]
     max_macs = max((f["macs"] for f in fast), default=0) or 1
     acc = r.get("accuracy")
@@ -40,4 +43,7 @@ def report_html(r: Report) -> str:
         macs=text.macs, b=text.number, max_macs=max_macs, acc=acc, titles=text.MODEL_TITLES, db=text.db,
         percent=text.percent, lsb=text.lsb_line,
         accuracy_outputs=[text.accuracy_output_table(o) for o in acc["outputs"]] if acc else [],
+        measured=measured,
+        times={(x["partition"], x["op"]): x for x in measured["layers"]} if measured else {},
+        max_ticks=max((x["ticks"] for x in measured["layers"]), default=0) or 1 if measured else 1,
     )

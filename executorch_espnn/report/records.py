@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 # graph, partitions' arena
 # 3: ram (the whole RAM bill and its lower bound, executorch_espnn/report/ram.py); inputs/
 # outputs carry layout and access (int8 program I/O)
-REPORT_SCHEMA = 3
+# 4: profile (the layer table of a profiling build, executorch_espnn.profile_table; null otherwise)
+REPORT_SCHEMA = 4
 
 
 @dataclass(frozen=True)
@@ -173,6 +174,7 @@ class LoweringReport:
     graph: list[GraphNode] = field(default_factory=list)  # graph order; empty for a ready .pte
     peaks: list[PartitionPeak] = field(default_factory=list)  # per partition: its live set's peak (ram.py)
     held_io: HeldIO = NO_PROGRAM  # the planned tensors the program must hold at one moment (ram.py)
+    profile: dict[str, Any] | None = None  # lower(..., profile=True): ProfileTable.to_dict()
 
     @property
     def delegate_weights_bytes(self) -> int:
@@ -252,6 +254,7 @@ class LoweringReport:
             "accuracy": None if self.accuracy is None else self.accuracy.to_dict(),
             "graph": [{"node": g.node, "operator": g.operator, "partition": g.partition, "reason": g.reason,
                        "location": g.location, "inputs": list(g.inputs)} for g in self.graph],
+            "profile": self.profile,
         }
         out["ram"] = ram_record(self.peaks, self.held_io, out)
         return out

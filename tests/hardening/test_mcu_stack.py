@@ -212,3 +212,30 @@ def test_the_size_benchmark_adds_up(stack: str, tree: et_runtime.ExecutorchTree)
     assert parts["selected kernels + registration"]["text"] > 0
     assert r.pools_target["method_allocator_bytes"] < r.pools_host["method_allocator_bytes"]
     assert r.policy_bytes >= sum(r.pools_target.values())  # every pool is held by the policy
+
+
+def test_the_profiler_counts_each_layer_on_the_cortex_m7(tree: et_runtime.ExecutorchTree) -> None:
+    """custom_executorch_profile on the target: the component built with the profiler, the layer
+    table in the header, EspnnModel::profile() after the last case; outputs still bit-exact.
+    QEMU's mps2 Cortex-M7 has no counting DWT, so the clock is the SysTick fallback (the
+    emulator's virtual clock at the board's 25 MHz): counts are emulation figures."""
+    import executorch_espnn as ee
+    from devkit.zoo import ZOO
+    from executorch_espnn.report.profile import check_against, parse_log
+
+    p = prepared("island_net", tree)
+    z = ZOO["island_net"]
+    low = ee.lower(z.model(), z.example_inputs(), calibration=z.calibration_data(8),
+                   target=mcu_stack.CORTEX_M7.lower_for, selftest=mcu_stack.SELFTEST_CASES, profile=True)
+    assert low.profile is not None and low.pte == p.model.pte  # the same program, now with its table
+    run = mcu_stack.run_app(p, component.Kernels(), tree, profile=low.profile.to_dict())
+    assert run.returncode == 0 and run.passed, run.output[-4000:]
+    prof = parse_log(run.output, "the Cortex-M7's output")
+    check_against(prof, low.report.to_dict(), "the Cortex-M7's output")
+    assert prof.unit == "cycles" and len(prof.delegates) == 2  # an island between two delegates
+    assert "aten.abs.default" in prof.cpu[1].detail
+    assert sum(x.ticks for x in (*prof.layers, *prof.delegates, *prof.cpu)) == prof.total
+    # every op that computes something takes time at the SysTick's resolution
+    assert all(x.ticks > 0 for x in prof.layers if x.family not in ("RESHAPE", "QUANTIZE", "DEQUANTIZE")), \
+        run.output[-4000:]
+    assert sum(x.ticks for x in prof.layers) > 0

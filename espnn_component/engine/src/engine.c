@@ -2,8 +2,17 @@
  * Public API: inspect (validate), init (validate, then bind the caller's state and arena),
  * io binding and invoke.  See docs/engine.md for the lifecycle and the state layout.
  */
+#if !defined(_POSIX_C_SOURCE) && (defined(__linux__) || defined(__unix__))
+/* -std=c11 hides clock_gettime, the host's profile clock (espnn_clock.h); nothing else here
+ * depends on it */
+#define _POSIX_C_SOURCE 199309L
+#endif
 #include "espnn_parse.h"
+#include "espnn_profile.h"
 #include "espnn_util.h"
+#if ESPNN_PROFILE
+#include "espnn_clock.h"
+#endif
 #ifdef ESPNN_HOST_SCRATCH_GUARD
 #include "esp_nn_host_guard.h"
 #endif
@@ -298,7 +307,13 @@ static void *tensor_ptr(const espnn_model_t *m, const espnn_tensor_rt_t *t)
     }
 }
 
-espnn_status_t espnn_invoke(espnn_model_t *model, espnn_error_t *err)
+/* The op loop.  op_ticks exists only in profiling builds: without ESPNN_PROFILE the loop holds
+ * no clock read and no branch for it (what "no cost when off" means, docs/engine.md). */
+#if ESPNN_PROFILE
+static espnn_status_t run_ops(espnn_model_t *model, uint32_t *op_ticks, espnn_error_t *err)
+#else
+static espnn_status_t run_ops(espnn_model_t *model, espnn_error_t *err)
+#endif
 {
     clear_error(err);
     if (model == NULL) {
@@ -323,6 +338,11 @@ espnn_status_t espnn_invoke(espnn_model_t *model, espnn_error_t *err)
     const espnn_op_rt_t *ops = (const espnn_op_rt_t *)(const void *)(base + s->ops_at);
     espnn_exec_t x;
     x.tensors = tensors;
+#if ESPNN_PROFILE
+    /* one clock read per op: each op's time runs from the end of the previous one, so the
+     * binding of its tensors is counted with it and the ops' times add up to the loop's */
+    uint32_t t0 = espnn_clock_now();
+#endif
     for (uint32_t i = 0; i < s->n_ops; i++) {
         const espnn_op_rt_t *op = &ops[i];
         const uint16_t *ids = (const uint16_t *)(const void *)(base + op->data_at);
@@ -343,6 +363,44 @@ espnn_status_t espnn_invoke(espnn_model_t *model, espnn_error_t *err)
         x.scratch = op->scratch_size != 0 ? model->arena + op->scratch_offset : NULL;
         espnn_op_family(op->opcode)->eval(&x);
 #endif
+#if ESPNN_PROFILE
+        if (op_ticks != NULL) {
+            const uint32_t t1 = espnn_clock_now();
+            op_ticks[i] = t1 - t0;
+            t0 = t1;
+        }
+#endif
     }
     return ESPNN_OK;
 }
+
+#if ESPNN_PROFILE
+espnn_status_t espnn_invoke(espnn_model_t *model, espnn_error_t *err)
+{
+    return run_ops(model, NULL, err);
+}
+
+espnn_status_t espnn_invoke_profiled(espnn_model_t *model, uint32_t *op_ticks, espnn_error_t *err)
+{
+    if (op_ticks == NULL) {
+        clear_error(err);
+        return arg_fail(err, ESPNN_ERR_ARGUMENT, "op_ticks", 0, 0);
+    }
+    return run_ops(model, op_ticks, err);
+}
+
+uint32_t espnn_profile_now(void)
+{
+    return espnn_clock_now();
+}
+
+const char *espnn_profile_unit(void)
+{
+    return ESPNN_CLOCK_UNIT;
+}
+#else
+espnn_status_t espnn_invoke(espnn_model_t *model, espnn_error_t *err)
+{
+    return run_ops(model, err);
+}
+#endif
