@@ -391,8 +391,8 @@ def div_case(name: str, a_shape: tuple[int, ...], b_shape: tuple[int, ...], *, b
     broadcasting, or (``signed``) by one of either sign, which the lowering leaves to the CPU
     but the format and the engine compute all the same (negative multipliers); ``zero_rows`` divisor elements set to the code worth 0 (and one numerator
     with them to its zero point: 0 / 0).  Expected: PyTorch's float32 quotient of the
-    dequantized operands, quantized; its 0 / 0 (NaN) taken as 0, the engine's choice (the
-    limit of 0 / d), its x / 0 = +-inf saturating as PyTorch's quantize does."""
+    dequantized operands, quantized as quantize_per_tensor does: x / 0 = +-inf saturates,
+    0 / 0 = NaN casts to code 0."""
     gen = torch.Generator().manual_seed(seed)
     _, q_a, aq = _quant_input(gen, a_shape, scale=a_scale)
     bf = _rand(gen, *b_shape, scale=b_scale)
@@ -406,7 +406,6 @@ def div_case(name: str, a_shape: tuple[int, ...], b_shape: tuple[int, ...], *, b
         # the first element of a reads the first divisor element: 0 / 0
         aq.view(-1)[0] = q_a.zero_point
     y = dequantize_t(aq, q_a) / dequantize_t(bq, q_b)
-    y = torch.nan_to_num(y, nan=0.0, posinf=math.inf, neginf=-math.inf)
     y = _apply_act(y, act)
     finite = y[torch.isfinite(y)]
     q_out = QParams.from_range(float(finite.min()), float(finite.max()))
@@ -417,7 +416,7 @@ def div_case(name: str, a_shape: tuple[int, ...], b_shape: tuple[int, ...], *, b
     out = b.output(DType.INT8, tuple(y.shape), q_out)
     mult, shift = div_multipliers(q_a.scale / q_b.scale / q_out.scale, q_b.zero_point)
     b.op(Opcode.DIV, [ta, tb, b.const(mult), b.const(shift)], out, a_offset=-q_a.zero_point,
-         out_offset=q_out.zero_point, act_min=lo, act_max=hi)
+         b_zero_point=q_b.zero_point, out_offset=q_out.zero_point, act_min=lo, act_max=hi)
     return _int8_case(name, b, [aq.numpy(), bq.numpy()], [quantize_t(y, q_out, lo, hi).numpy()], 1)
 
 

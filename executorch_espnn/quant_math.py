@@ -96,7 +96,7 @@ def div_multipliers(k: float, b_zero_point: int) -> tuple[npt.NDArray[np.int32],
     output units is then ``requant_ls(a - za, mult, shift)``, one rounding of the exact
     quotient up to the multiplier's 31 bits.  A code worth 0, and any multiplier of 256 or
     more, holds ``(±MULT_MAX, DIV_SHIFT_MAX)``: every non-zero numerator saturates, as PyTorch's
-    ``x / 0 = ±inf`` quantizes to the int8 bounds (``0 / 0`` gives the output zero point)."""
+    ``x / 0 = ±inf`` quantizes to the int8 bounds (``0 / 0`` is DIV's ``b_zero_point`` rule)."""
     if not math.isfinite(k) or k <= 0:
         raise ValueError(f"division scale ratio must be finite and positive, got {k}")
     mult = np.zeros(DIV_TABLE_SIZE, dtype=np.int32)

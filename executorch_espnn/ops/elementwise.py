@@ -11,8 +11,9 @@ its one saturating case (both operands ``INT32_MIN``).  No opcode of its own is 
 ``s_a / (s_b (code - z_b) s_out)`` (``quant_math.div_multipliers``), so the quotient is one
 multiply of the numerator, rounded once, with no division on the device.  Delegated when the
 divisor's quantized range is non-negative (zero point -128: linear attention's normaliser,
-a sum of ReLU products plus an epsilon); its code worth 0 divides by zero as PyTorch does
-(the int8 bounds for a non-zero numerator).
+a sum of ReLU products plus an epsilon); its code worth 0 divides by zero as convert_pt2e's
+program does: the int8 bounds for a non-zero numerator (``±inf``), code 0 for ``0 / 0`` (the
+int8 cast of its NaN).
 """
 
 from __future__ import annotations
@@ -232,5 +233,6 @@ class Div(OpLowering):
         ta, tb = b.realize(va, perm), b.realize(vb, perm)
         _, out = b.define(unit.output, perm, shape)
         b.emit(Opcode.DIV, [ta, tb, b.int32s(mult), b.int32s(shift)], out, {
-            "a_offset": -va.qp.zero_point, "out_offset": qout.zero_point, "act_min": act_min, "act_max": act_max,
+            "a_offset": -va.qp.zero_point, "b_zero_point": vb.qp.zero_point, "out_offset": qout.zero_point,
+            "act_min": act_min, "act_max": act_max,
         })

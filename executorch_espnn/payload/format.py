@@ -273,10 +273,10 @@ OP_SPECS: dict[Opcode, OpSpec] = {
         OpSpec(
             Opcode.DIV,
             ("a", "b", "mult", "shift"),
-            ("a_offset", "out_offset", "act_min", "act_max"),
+            ("a_offset", "b_zero_point", "out_offset", "act_min", "act_max"),
             since_minor=3,
             in_place_slots=(0, 1),
-            state_bytes=72,
+            state_bytes=76,
         ),
         OpSpec(
             Opcode.AVG_POOL2D_FLOAT,
@@ -342,7 +342,8 @@ LAYER_NORM_EPS_HI_MAX = (1 << 29) - 1
 LAYER_NORM_FRAC_BITS = 16  # beta and the rescaled product are Q16 output units
 # DIV: one multiplier per int8 code of the divisor (indexed by code + 128), TFLite's meaning
 # of a positive shift (a left shift first, as PRELU); |a + a_offset| <= 255, so 255 << 14 < 2^31.
-# A code worth 0 holds (MULT_MAX, DIV_SHIFT_MAX): any non-zero numerator saturates, as x / 0 does
+# A code worth 0 holds (MULT_MAX, DIV_SHIFT_MAX): any non-zero numerator saturates, as x / 0 does;
+# 0 / 0 (a numerator of 0 over the code b_zero_point) gives code 0, what PT2E's NaN casts to
 DIV_TABLE_SIZE = 256
 DIV_SHIFT_MAX = 14
 # BATCH_MATMUL: |a + a_offset| and |b + b_offset| are at most 255, so a reduction of up to

@@ -4,7 +4,9 @@
  * codes of b, the requantisation (mult, shift) of s_a / (s_b (code - z_b) s_out), so
  *   out = requant_ls(a + a_offset, mult[b + 128], shift[b + 128]) + out_offset,
  * clamped to [act_min, act_max].  A code worth 0 holds the largest multiplier with the largest
- * left shift, so a non-zero numerator saturates as PyTorch's x / 0 = +-inf quantizes.
+ * left shift, so a non-zero numerator saturates as PyTorch's x / 0 = +-inf quantizes; 0 / 0
+ * (a zero numerator over the code b_zero_point) gives code 0, what quantize_per_tensor's cast
+ * makes of PyTorch's NaN (convert_pt2e's program defines the result).
  *
  * Bounds: |a + a_offset| <= 255 and shift <= ESPNN_DIV_SHIFT_MAX (14), so the left-shifted
  * numerator stays below 2^22; |mult| <= INT32_MAX keeps SRDHM's one saturating case out.
@@ -13,7 +15,7 @@
 #include "espnn_fixedpoint.h"
 
 typedef struct div_state {
-    int32_t a_offset, out_offset, act_min, act_max;
+    int32_t a_offset, b_zero_point, out_offset, act_min, act_max;
     espnn_bcast_t plan;
 } div_state_t;
 ESPNN_FAMILY_STATE(div_state_t, ESPNN_STATE_BYTES_DIV);
@@ -63,6 +65,9 @@ static espnn_status_t prepare(espnn_prep_t *p)
         st = espnn_prep_out_offset(p, ESPNN_P_DIV_OUT_OFFSET);
     }
     if (st == ESPNN_OK) {
+        st = espnn_prep_param(p, ESPNN_P_DIV_B_ZERO_POINT, -128, 127, &s->b_zero_point);
+    }
+    if (st == ESPNN_OK) {
         st = espnn_prep_act(p, ESPNN_P_DIV_ACT_MIN, ESPNN_P_DIV_ACT_MAX);
     }
     if (st != ESPNN_OK) {
@@ -93,10 +98,13 @@ static void eval(const espnn_exec_t *x)
                 const uint32_t ra = i0 * pl->astride[0] + i1 * pl->astride[1] + i2 * pl->astride[2];
                 const uint32_t rb = i0 * pl->bstride[0] + i1 * pl->bstride[1] + i2 * pl->bstride[2];
                 for (uint32_t i3 = 0; i3 < pl->odims[3]; i3++) {
-                    const uint32_t code = (uint32_t)(b[rb + i3 * pl->bstride[3]] + 128);
-                    const int32_t v = espnn_requant_ls(a[ra + i3 * pl->astride[3]] + s->a_offset,
-                                                       mult[code], shift[code]);
-                    *out++ = (int8_t)espnn_clamp(v + s->out_offset, s->act_min, s->act_max);
+                    const int32_t q = b[rb + i3 * pl->bstride[3]];
+                    const int32_t num = a[ra + i3 * pl->astride[3]] + s->a_offset;
+                    const uint32_t code = (uint32_t)(q + 128);
+                    const int32_t v = num == 0 && q == s->b_zero_point
+                                          ? 0 /* 0 / 0 */
+                                          : espnn_requant_ls(num, mult[code], shift[code]) + s->out_offset;
+                    *out++ = (int8_t)espnn_clamp(v, s->act_min, s->act_max);
                 }
             }
         }

@@ -93,7 +93,7 @@ static const char *const p_layer_norm[] = {
     "out_offset", "gamma_shift", "eps_hi", "eps_lo",
 };
 static const char *const p_div[] = {
-    "a_offset", "out_offset", "act_min", "act_max",
+    "a_offset", "b_zero_point", "out_offset", "act_min", "act_max",
 };
 static const char *const p_avg_pool2d_float[] = {
     "kernel_h", "kernel_w", "stride_h", "stride_w", "pad_top", "pad_left", "pad_bottom",

@@ -72,4 +72,5 @@ def div(c: OpCheck) -> None:
         i = int(bad.argmax())
         raise c.err("shift", f"code {i - 128} shift {int(s[i])} outside [{SHIFT_MIN}, {DIV_SHIFT_MAX}]")
     c.offsets("a_offset", out="out_offset")
+    c.param("b_zero_point", -128, 127)
     c.act()

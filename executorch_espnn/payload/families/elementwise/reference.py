@@ -45,5 +45,8 @@ def div(ctx: OpContext) -> None:
     a, b = _operands(ctx)
     code = b + 128
     mult, shift = as_i64(ctx.x(2))[code], as_i64(ctx.x(3))[code]
-    v = requant_ls(a + p("a_offset"), mult, shift) + p("out_offset")
+    num = a + p("a_offset")
+    v = requant_ls(num, mult, shift) + p("out_offset")
+    # 0 / 0: PyTorch's NaN, which quantize_per_tensor's cast turns into code 0
+    v = np.where((num == 0) & (b == p("b_zero_point")), 0, v)
     ctx.output[...] = clamp_to_int8(v, p("act_min"), p("act_max"))
