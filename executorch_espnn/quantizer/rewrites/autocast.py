@@ -50,7 +50,7 @@ def _inline(gm: GraphModule, node: Node, body: GraphModule, args: list[Any]) -> 
             if n.target is aten._assert_tensor_metadata.default:
                 continue
             if _is_identity_cast(n):
-                env[n] = env[n.args[0]]  # type: ignore[index]
+                env[n] = env[n.args[0]]
                 continue
             copy = gm.graph.node_copy(n, lambda x: env[x])
             for key in ("nn_module_stack", "stack_trace"):  # the block's module, for scoped configs
@@ -59,7 +59,9 @@ def _inline(gm: GraphModule, node: Node, body: GraphModule, args: list[Any]) -> 
             env[n] = copy
     results = outputs if isinstance(outputs, (tuple, list)) else (outputs,)
     for user in list(node.users):
-        user.replace_all_uses_with(results[user.args[1]])  # every user is a getitem: checked
+        index = user.args[1]
+        assert isinstance(index, int)  # every user is a getitem of an int: checked by the caller
+        user.replace_all_uses_with(results[index])
         gm.graph.erase_node(user)
     gm.graph.erase_node(node)
 
