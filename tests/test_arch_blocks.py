@@ -16,7 +16,14 @@ from devkit.lowering_helpers import lower, lsb_errors
 from executorch_espnn.payload import decode
 from executorch_espnn.reference import run_delegate
 from executorch_espnn.report import build_report
-from tests.arch_blocks import EfficientViTBTiny, EfficientViTTiny, MobileViTTiny, ShuffleNetTiny, digits_images, split
+from tests.arch_blocks import (
+    EfficientViTBTiny,
+    EfficientViTTiny,
+    MobileViTTiny,
+    ShuffleNetTiny,
+    digits_images,
+    split,
+)
 
 MODELS: dict[str, type[nn.Module]] = {
     "shufflenet": ShuffleNetTiny, "mobilevit": MobileViTTiny, "efficientvit": EfficientViTTiny,
