@@ -46,7 +46,12 @@ from executorch_espnn.payload.format import (
     BILINEAR_ONE,
 )
 from executorch_espnn.planner import PlanBuffer, plan_arena
-from executorch_espnn.quant_math import add_params, quantize_multiplier, softmax_params
+from executorch_espnn.quant_math import (
+    add_params,
+    div_multipliers,
+    quantize_multiplier,
+    softmax_params,
+)
 
 Array = npt.NDArray[np.generic]
 NCHW_TO_NHWC = (0, 2, 3, 1)
@@ -377,6 +382,42 @@ def binary_params(opcode: Opcode, q_a: QParams, q_b: QParams, q_out: QParams,
         return {**common, **add_params(q_a.scale, -q_b.scale if subtract else q_b.scale, q_out.scale)}
     m, s = quantize_multiplier(q_a.scale * q_b.scale / q_out.scale)
     return {**common, "out_mult": m, "out_shift": s}
+
+
+def div_case(name: str, a_shape: tuple[int, ...], b_shape: tuple[int, ...], *, b_scale: float = 0.7,
+             a_scale: float = 1.5, act: str | None = None, zero_rows: int = 0, signed: bool = False,
+             seed: int = 0) -> Case:
+    """DIV of an int8 tensor by a non-negative int8 tensor (zero point -128), with
+    broadcasting, or (``signed``) by one of either sign, which the lowering leaves to the CPU
+    but the format and the engine compute all the same (negative multipliers); ``zero_rows`` divisor elements set to the code worth 0 (and one numerator
+    with them to its zero point: 0 / 0).  Expected: PyTorch's float32 quotient of the
+    dequantized operands, quantized as quantize_per_tensor does: x / 0 = +-inf saturates,
+    0 / 0 = NaN casts to code 0."""
+    gen = torch.Generator().manual_seed(seed)
+    _, q_a, aq = _quant_input(gen, a_shape, scale=a_scale)
+    bf = _rand(gen, *b_shape, scale=b_scale)
+    if not signed:
+        bf = bf.abs() + 0.05 * b_scale
+    q_b = QParams.of(bf)
+    bq = quantize_t(bf, q_b)
+    if zero_rows:
+        flat_b = bq.view(-1)
+        flat_b[:zero_rows] = q_b.zero_point
+        # the first element of a reads the first divisor element: 0 / 0
+        aq.view(-1)[0] = q_a.zero_point
+    y = dequantize_t(aq, q_a) / dequantize_t(bq, q_b)
+    y = _apply_act(y, act)
+    finite = y[torch.isfinite(y)]
+    q_out = QParams.from_range(float(finite.min()), float(finite.max()))
+    lo, hi = act_range(q_out, act)
+    b = PayloadBuilder()
+    ta = b.input(DType.INT8, a_shape, q_a)
+    tb = b.input(DType.INT8, b_shape, q_b)
+    out = b.output(DType.INT8, tuple(y.shape), q_out)
+    mult, shift = div_multipliers(q_a.scale / q_b.scale / q_out.scale, q_b.zero_point)
+    b.op(Opcode.DIV, [ta, tb, b.const(mult), b.const(shift)], out, a_offset=-q_a.zero_point,
+         b_zero_point=q_b.zero_point, out_offset=q_out.zero_point, act_min=lo, act_max=hi)
+    return _int8_case(name, b, [aq.numpy(), bq.numpy()], [quantize_t(y, q_out, lo, hi).numpy()], 1)
 
 
 # --------------------------------------------------------------------------- pooling, mean
@@ -1086,6 +1127,14 @@ def all_cases(seed: int = 0) -> list[Case]:
         binary_case("mul_per_channel", Opcode.MUL, (1, 4, 5, 7), (1, 1, 1, 7), seed=s + 1),
         binary_case("mul_scalar_like", Opcode.MUL, (2, 9), (1, 1), seed=s + 2),
         binary_case("mul_row_broadcast", Opcode.MUL, (3, 4, 5), (3, 4, 1), seed=s + 3),
+        # division by a non-negative tensor: linear attention's [.., N, d] / [.., N, 1]
+        div_case("div_row_broadcast", (2, 3, 6, 5), (2, 3, 6, 1), zero_rows=2, seed=s),
+        div_case("div_same_relu", (1, 4, 5, 8), (1, 4, 5, 8), act="relu", seed=s + 1),
+        div_case("div_per_channel", (1, 4, 5, 7), (1, 1, 1, 7), seed=s + 2),
+        # a divisor scale 1000x below the numerator's: multipliers >= 1 (left shifts), saturation
+        div_case("div_left_shift_saturating", (3, 16), (3, 1), a_scale=2.0, b_scale=0.002, seed=s + 3),
+        div_case("div_rank2_by_scalar_tensor", (4, 9), (1, 1), b_scale=3.0, seed=s + 4),
+        div_case("div_signed_divisor", (2, 4, 6), (2, 4, 6), zero_rows=1, signed=True, seed=s + 5),
         # pooling
         pool_case("maxpool_3x3_s2_pad1", avg=False, c=5, h=9, w=10, k=(3, 3), stride=(2, 2),
                   pad=(1, 1), seed=s),

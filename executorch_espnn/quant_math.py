@@ -12,7 +12,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from .payload.format import SHIFT_MAX, SHIFT_MIN
+from .payload.format import DIV_SHIFT_MAX, DIV_TABLE_SIZE, MULT_MAX, SHIFT_MAX, SHIFT_MIN
 
 I64 = npt.NDArray[np.int64]
 INT32_MIN = -(2**31)
@@ -81,6 +81,38 @@ def requant_ls(x: I64 | int, mult: I64 | int, shift: I64 | int) -> I64:
     shift = np.asarray(shift, dtype=np.int64)
     left = np.maximum(shift, 0)
     return rdbp(srdhm(np.asarray(x, dtype=np.int64) << left, mult), np.maximum(-shift, 0))
+
+
+# multipliers from this up to 1 are held with shift 0, rounded once (ops/common.requant says why)
+SINGLE_ROUNDING_MIN = 2.0**-11
+# |n / d * k| >= 256 saturates int8 for every |n| >= 1: such a multiplier is held as the largest
+DIV_SATURATE = 256.0
+
+
+def div_multipliers(k: float, b_zero_point: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]:
+    """DIV's table: for each int8 code ``c`` of the divisor (entry ``c + 128``), the
+    requantisation ``(mult, shift)`` of ``k / (c - b_zero_point)``, where ``k`` is
+    ``s_a / (s_b * s_out)``: the quotient of real values ``s_a (a - za) / (s_b (c - zb))`` in
+    output units is then ``requant_ls(a - za, mult, shift)``, one rounding of the exact
+    quotient up to the multiplier's 31 bits.  A code worth 0, and any multiplier of 256 or
+    more, holds ``(±MULT_MAX, DIV_SHIFT_MAX)``: every non-zero numerator saturates, as PyTorch's
+    ``x / 0 = ±inf`` quantizes to the int8 bounds (``0 / 0`` is DIV's ``b_zero_point`` rule)."""
+    if not math.isfinite(k) or k <= 0:
+        raise ValueError(f"division scale ratio must be finite and positive, got {k}")
+    mult = np.zeros(DIV_TABLE_SIZE, dtype=np.int32)
+    shift = np.zeros(DIV_TABLE_SIZE, dtype=np.int32)
+    for i in range(DIV_TABLE_SIZE):
+        d = i - 128 - b_zero_point
+        r = abs(k / d) if d else math.inf
+        sign = -1 if d < 0 else 1
+        if r >= DIV_SATURATE:
+            m, s = MULT_MAX, DIV_SHIFT_MAX
+        elif SINGLE_ROUNDING_MIN <= r < 1.0:
+            m, s = min(round(r * 2.0**31), MULT_MAX), 0
+        else:
+            m, s = quantize_multiplier(r)
+        mult[i], shift[i] = sign * m, s
+    return mult, shift
 
 
 def add_params(s_a: float, s_b: float, s_out: float, left_shift: int = 20) -> dict[str, int]:

@@ -11,6 +11,13 @@ operators in the same order, at a size that lowers in seconds.
   norm, multi-head self-attention with the rank-5 ``qkv`` head split, ``unbind`` and
   ``F.scaled_dot_product_attention``, MLP with SiLU), layer norm, fold, 1x1 projection and
   the 3x3 fusion conv over ``cat(shortcut, x)``.
+* ``LiteMLA`` and ``EfficientViTBTiny``: EfficientViT-B's (MIT's) ReLU linear attention
+  (1x1 qkv conv, multi-scale aggregation by a depthwise 5x5 and a grouped 1x1 conv, ``cat``,
+  the ``[B, heads, HW, 3d]`` view, ``chunk``, ReLU kernels, ``v`` padded with a column of
+  ones, ``k^T @ v`` then ``q @ kv`` with autocast off, the normaliser
+  ``out[..., :-1] / (out[..., -1:] + eps)``, 1x1 projection with batch norm) inside
+  EfficientViT-B's stages (hardswish DSConv / MBConv blocks, the context + local residual
+  block, the 1x1 conv -> pool -> linear -> layer norm -> hardswish -> linear head).
 * ``EfficientViTTiny``: EfficientViT-M-style cascaded group attention (per-head chunk,
   1x1 qkv conv, ``split``, depthwise conv on q, ``q^T @ k * scale + attention bias``,
   softmax, ``v @ attn^T``) inside the local-window partition (rank-6 view/transpose), and
@@ -189,6 +196,98 @@ class MobileViTTiny(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.head(self.vit(self.mv2(self.stem(x))))
         return self.fc(x.mean([2, 3]))
+
+
+# --------------------------------------------------------------------------- EfficientViT (B, MIT)
+
+
+class LiteMLA(nn.Module):
+    """EfficientViT-B's multi-scale ReLU linear attention, ``heads = channels // dim``."""
+
+    def __init__(self, channels: int, dim: int = 8, scales: tuple[int, ...] = (5,), eps: float = 1e-5) -> None:
+        super().__init__()
+        heads = channels // dim
+        total = heads * dim
+        self.dim, self.eps = dim, eps
+        self.qkv = nn.Conv2d(channels, 3 * total, 1, bias=False)
+        self.aggreg = nn.ModuleList(
+            nn.Sequential(nn.Conv2d(3 * total, 3 * total, k, padding=k // 2, groups=3 * total, bias=False),
+                          nn.Conv2d(3 * total, 3 * total, 1, groups=3 * heads, bias=False))
+            for k in scales)
+        self.kernel_func = nn.ReLU()
+        self.proj = _conv_bn(total * (1 + len(scales)), channels, 1, act=None)
+
+    def _attn(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        dtype = v.dtype
+        q, k, v = q.float(), k.float(), v.float()
+        kv = k.transpose(-1, -2) @ v
+        out = q @ kv
+        out = out[..., :-1] / (out[..., -1:] + self.eps)
+        return out.to(dtype)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, _, h, w = x.shape
+        qkv = self.qkv(x)
+        ms = torch.cat([qkv] + [op(qkv) for op in self.aggreg], dim=1)
+        ms = ms.reshape(b, -1, 3 * self.dim, h * w).transpose(-1, -2)
+        q, k, v = ms.chunk(3, dim=-1)
+        q, k = self.kernel_func(q), self.kernel_func(k)
+        v = F.pad(v, (0, 1), mode="constant", value=1.0)
+        with torch.autocast(device_type=v.device.type, enabled=False):
+            out = self._attn(q, k, v)
+        return self.proj(out.transpose(-1, -2).reshape(b, -1, h, w))
+
+
+class MBConv(nn.Module):
+    """EfficientViT-B's MBConv: 1x1 expand and 3x3 depthwise with bias and hardswish, no norm;
+    1x1 project with batch norm."""
+
+    def __init__(self, cin: int, cout: int, stride: int = 1, expand: int = 4) -> None:
+        super().__init__()
+        mid = cin * expand
+        self.inverted = nn.Sequential(nn.Conv2d(cin, mid, 1), nn.Hardswish())
+        self.depth = nn.Sequential(nn.Conv2d(mid, mid, 3, stride, 1, groups=mid), nn.Hardswish())
+        self.point = _conv_bn(mid, cout, 1, act=None)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.point(self.depth(self.inverted(x)))
+
+
+class EfficientVitBlockB(nn.Module):
+    """Context (LiteMLA) then local (MBConv) module, each a residual."""
+
+    def __init__(self, channels: int, dim: int = 8) -> None:
+        super().__init__()
+        self.context = LiteMLA(channels, dim)
+        self.local = MBConv(channels, channels)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.context(x)
+        return x + self.local(x)
+
+
+class EfficientViTBTiny(nn.Module):
+    """EfficientViT-B0's layer plan at a third of its widths and 32x32 inputs: stem with a
+    DSConv residual, an MBConv stage, then a stride-2 MBConv and two attention blocks, and
+    the head."""
+
+    def __init__(self, num_classes: int = 10, widths: tuple[int, int, int] = (8, 16, 32), dim: int = 8) -> None:
+        super().__init__()
+        w0, w1, w2 = widths
+        self.stem = _conv_bn(3, w0, 3, 2, act=nn.Hardswish)
+        self.ds = nn.Sequential(_conv_bn(w0, w0, 3, groups=w0, act=nn.Hardswish), _conv_bn(w0, w0, 1, act=None))
+        self.stage1 = MBConv(w0, w1, stride=2)
+        self.down = MBConv(w1, w2, stride=2)
+        self.blocks = nn.Sequential(EfficientVitBlockB(w2, dim), EfficientVitBlockB(w2, dim))
+        self.head_conv = _conv_bn(w2, 64, 1, act=nn.Hardswish)
+        self.classifier = nn.Sequential(nn.Linear(64, 80, bias=False), nn.LayerNorm(80), nn.Hardswish(),
+                                        nn.Linear(80, num_classes))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.stem(x)
+        x = x + self.ds(x)
+        x = self.blocks(self.down(self.stage1(x)))
+        return self.classifier(self.head_conv(x).mean([2, 3]))
 
 
 # --------------------------------------------------------------------------- EfficientViT (M)

@@ -1,6 +1,7 @@
-"""Whole models of the architecture kinds issue 17 found split (tests/arch_blocks.py): a
-ShuffleNetV2-style network (rank-5 channel shuffle) and a MobileViT-style network (patch
-unfold/fold, layer norm, multi-head SDPA with the rank-5 qkv head split, SiLU MLP).  Each
+"""Whole models of the architecture kinds issues 17 and 25 found split (tests/arch_blocks.py): a
+ShuffleNetV2-style network (rank-5 channel shuffle), a MobileViT-style network (patch
+unfold/fold, layer norm, multi-head SDPA with the rank-5 qkv head split, SiLU MLP), the
+EfficientViT-M and EfficientViT-B (ReLU linear attention, its division by a tensor) kinds.  Each
 must be fully delegated in ONE partition, as the lowering report says, and its delegate
 must agree with PyTorch's convert_pt2e model on real inputs (scikit-learn's digits) within
 1 LSB on every logit."""
@@ -12,12 +13,21 @@ import torch
 from torch import nn
 
 from devkit.lowering_helpers import lower, lsb_errors
+from executorch_espnn.payload import decode
 from executorch_espnn.reference import run_delegate
 from executorch_espnn.report import build_report
-from tests.arch_blocks import EfficientViTTiny, MobileViTTiny, ShuffleNetTiny, digits_images, split
+from tests.arch_blocks import (
+    EfficientViTBTiny,
+    EfficientViTTiny,
+    MobileViTTiny,
+    ShuffleNetTiny,
+    digits_images,
+    split,
+)
 
 MODELS: dict[str, type[nn.Module]] = {
     "shufflenet": ShuffleNetTiny, "mobilevit": MobileViTTiny, "efficientvit": EfficientViTTiny,
+    "efficientvit_b": EfficientViTBTiny,
 }
 
 
@@ -44,3 +54,6 @@ def test_block_is_one_partition_and_matches_pytorch(name: str) -> None:
         norms = [f for f in rep.fast_path if f.layer.startswith("layer norm")]
         assert norms and all(not f.fast and "engine C kernel" in f.why for f in norms), norms
         assert [f for f in rep.fast_path if f.layer.startswith("matmul")], rep.fast_path
+    if name == "efficientvit_b":  # each block's k^T @ v, q @ kv and normaliser on the delegate
+        ops = [op.opcode.name for op in decode(low.payloads[0]).ops]
+        assert ops.count("DIV") == 2 and ops.count("BATCH_MATMUL") == 4, ops

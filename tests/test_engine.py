@@ -634,6 +634,19 @@ def test_an_opcode_newer_than_the_payload_format_is_refused_by_both_readers() ->
     assert (err["field"], err["opcode"], err["value"], err["limit"]) == ("opcode", str(int(Opcode.PRELU)), "0", "1"), err
 
 
+def test_div_payload_relabelled_2_2_is_refused_by_both_readers() -> None:
+    """DIV came with 2.3 (division by a tensor): a DIV payload of minor 2 is refused."""
+    case = _cases()["div_row_broadcast"]
+    assert F.OP_SPECS[Opcode.DIV].since_minor == 3
+    data = _patch(case.payload, 6, "<H", 2)
+    with pytest.raises(PayloadError, match=r"field 'opcode': DIV needs format 2\.3, payload is 2\.2"):
+        decode(data)
+    r = _run("host", data, case.inputs, 1)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    err = r.error_fields()
+    assert (err["field"], err["opcode"], err["value"], err["limit"]) == ("opcode", str(int(Opcode.DIV)), "2", "3"), err
+
+
 def test_an_opcode_of_the_next_minor_is_refused_by_both_readers(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The same rule for the minor after this one, whatever it will bring: simulated on LUT,

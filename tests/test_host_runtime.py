@@ -631,6 +631,8 @@ def _op_cases() -> dict[str, tuple[object, tuple[tuple[int, ...], ...]]]:
         "conv_transpose_s2_groups": (nn.ConvTranspose2d(6, 10, 3, stride=2, padding=1, output_padding=1, groups=2),
                                      img),
         "conv_transpose1d": (nn.ConvTranspose1d(6, 4, 5, stride=3, padding=1), ((2, 6, 19),)),
+        # format 2.3: division by a non-negative tensor (linear attention's normaliser)
+        "div_row_normaliser": (Fn(lambda x: x[..., :-1] / (F.relu(x[..., -1:]) + 0.05)), ((2, 6, 9),)),
     }
 
 

@@ -1,5 +1,5 @@
-"""Attention and shuffle operators (issue 17): layer norm, activation x activation matmul,
-division by a number, expand, and the rank-5/6 movement, SDPA and unbind rewrites.  Each
+"""Attention and shuffle operators (issues 17, 25): layer norm, activation x activation matmul,
+division by a number and by a non-negative tensor (linear attention), expand, and the rank-5/6 movement, SDPA and unbind rewrites.  Each
 one-op (or small) module goes through EspNNQuantizer -> EspNNPartitioner; the delegate must
 take all of it, hold the expected payload ops, and match PyTorch's convert_pt2e module
 within 1 LSB on every element (devkit.lowering_helpers.check_numerics).  What stays on the
@@ -20,8 +20,10 @@ from executorch_espnn.graph.qdq import QParams
 from executorch_espnn.ops.norm import layer_norm_constants
 from executorch_espnn.payload import Opcode
 from executorch_espnn.quantizer import EspNNQuantizer
+from executorch_espnn.reference import run_delegate
 from executorch_espnn.unsupported import Unsupported
-from tests.arch_blocks import Attention, channel_shuffle
+from tests import engine_helpers as eh
+from tests.arch_blocks import Attention, LiteMLA, channel_shuffle
 
 
 class Fn(nn.Module):
@@ -156,3 +158,60 @@ def test_causal_or_boolean_masked_sdpa_is_left_alone_saying_why() -> None:
         (sdpa,) = [n for n in gm.graph.nodes if n.target is torch.ops.aten.scaled_dot_product_attention.default]
         reason = sdpa_refusal(sdpa)
         assert reason is not None and why in reason and "instead" in reason, reason
+
+
+# ------------------------------------------------------------------ linear attention (issue 25)
+
+
+def test_autocast_off_block_is_inlined_and_exact() -> None:
+    """``with torch.autocast(enabled=False)`` (LiteMLA's ``_attn``) exports as a
+    ``wrap_with_autocast`` operator around a submodule; the rewrite puts its operators in the
+    graph (less the no-op float32 casts), computing exactly what the block computes."""
+    torch.manual_seed(0)
+    m = LiteMLA(16, 8).eval()
+    x = torch.randn(1, 16, 6, 6)
+    gm = torch.export.export(m, (x,)).module()
+    assert any("autocast" in str(n.target) for n in gm.graph.nodes)
+    rewritten = EspNNQuantizer().transform_for_annotation(gm)
+    targets = [str(n.target) for n in rewritten.graph.nodes if n.op == "call_function"]
+    assert not any("autocast" in t or "to.dtype" in t for t in targets), targets
+    assert targets.count("aten.matmul.default") == 2 and "aten.div.Tensor" in targets
+    assert torch.equal(rewritten(x), m(x))
+
+
+def test_enabled_autocast_block_is_left_alone() -> None:
+    """An enabled autocast casts for real (bfloat16 on the CPU): it is not inlined."""
+
+    class Cast(nn.Module):
+        def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+            with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+                return (a @ b).float()
+
+    gm = torch.export.export(Cast(), (torch.randn(4, 8), torch.randn(8, 4))).module()
+    rewritten = EspNNQuantizer().transform_for_annotation(gm)
+    assert any("autocast" in str(n.target) for n in rewritten.graph.nodes)
+
+
+def test_lite_mla_is_one_partition_bit_exact_on_the_engine() -> None:
+    """EfficientViT-B's ReLU linear attention (tests/arch_blocks.LiteMLA: qkv conv,
+    multi-scale aggregation, head split, ReLU kernels, ``v`` padded with ones, ``k^T @ v``,
+    ``q @ kv``, the normaliser ``out[..., :-1] / (out[..., -1:] + eps)``, projection): one
+    partition with nothing on the CPU, its two matmuls and the division among the payload's
+    ops; the delegate within 1 LSB of convert_pt2e on every element, and the C engine's
+    outputs byte for byte the Python reference's."""
+    torch.manual_seed(0)
+    m = LiteMLA(32, 8).eval()
+    low = lower(m, (torch.randn(1, 32, 8, 8),))
+    assert low.cpu() == [], [(d.op, d.reason) for d in low.cpu()]
+    assert len(low.payloads) == 1
+    ops = low.opcodes()
+    assert ops.count("BATCH_MATMUL") == 2 and ops.count("DIV") == 1, ops
+    errs = check_numerics(low)
+    assert max(errs) <= 1
+    exe = eh.build(eh.HOST)
+    for seed in (0, 1):
+        xs = [x.numpy() for x in low.grid_inputs(seed)]
+        ref = run_delegate(low.payloads[0], xs)
+        r = eh.run(exe, eh.HOST, low.payloads[0], xs, len(ref))
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert r.outputs == [np.ascontiguousarray(a).tobytes() for a in ref]

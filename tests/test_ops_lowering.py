@@ -18,6 +18,7 @@ from torch import nn
 
 from devkit.lowering_helpers import Lowered, check_numerics, lower
 from executorch_espnn.payload import Opcode
+from executorch_espnn.reference import run_delegate
 
 
 class Fn(nn.Module):
@@ -175,6 +176,31 @@ SUB_CASES = [
     Case("div_int_lut", f(lambda m, x: x / x.shape[2]),
          ((1, 3, 4, 4),), [Q, "LUT", DQ]),
     Case("rsub_alpha_lut", f(lambda m, x: torch.rsub(x, 2.0, alpha=3)), ((2, 9),), [Q, "LUT", DQ]),
+]
+
+class ByPositive(nn.Module):
+    """x divided by a learned positive constant per channel (a quantized constant divisor)."""
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.rand(shape) + 0.25)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x / self.w
+
+
+# division by a tensor that is never negative: DIV (linear attention's normaliser)
+DIV_CASES = [
+    Case("div_by_relu_plus_eps", f(lambda m, x, y: x / (F.relu(y) + 0.1)), ((1, 4, 5, 6), (1, 4, 5, 1)),
+         [Q, "LUT", "LUT", Q, "DIV", DQ]),
+    Case("div_by_sigmoid_same_shape", f(lambda m, x, y: x / torch.sigmoid(y)), ((2, 3, 7), (2, 3, 7)),
+         [Q, "LUT", Q, "DIV", DQ]),
+    Case("div_by_square_rank2", f(lambda m, x, y: x / (y * y + 0.5)), ((3, 10), (3, 1)),
+         [Q, "MUL", "LUT", Q, "DIV", DQ]),
+    # the relu folds into DIV's act_min (the output zero point)
+    Case("div_relu_fused", f(lambda m, x, y: F.relu(x / (torch.sigmoid(y) + 0.2))), ((1, 2, 4, 4), (1, 2, 4, 4)),
+         [Q, "LUT", "LUT", Q, "DIV", DQ]),
+    Case("div_by_constant_per_channel", lambda: ByPositive((1, 4, 1, 1)), ((1, 4, 3, 5),), [Q, "DIV", DQ]),
 ]
 
 # PReLU: one slope, or one per channel (dim 1, the payload's last physical dim)
@@ -406,7 +432,7 @@ MOVEMENT_CASES = [
 ]
 
 ALL = (CONV_CASES + CONV1D_CASES + LINEAR_CASES + ELEMENTWISE_CASES + SUB_CASES + POOL_CASES + SOFTMAX_CASES
-       + LUT_CASES + PRELU_CASES + MOVEMENT_CASES + BILINEAR_CASES + TCONV_CASES)
+       + LUT_CASES + PRELU_CASES + DIV_CASES + MOVEMENT_CASES + BILINEAR_CASES + TCONV_CASES)
 
 
 def _lower_case(case: Case) -> Lowered:
@@ -566,9 +592,11 @@ def test_mean_with_its_own_output_scale_uses_mean_hw() -> None:
          "accumulation allows 65535"),
         (f(lambda m, x: F.interpolate(x, scale_factor=0.5, mode="bilinear", antialias=True)), (1, 3, 8, 8),
          "aten._upsample_bilinear2d_aa.default", "no ESP-NN lowering"),
+        (f(lambda m, x: x / x.flip(-1)), (1, 3, 4, 5), "aten.div.Tensor",
+         "division by a tensor that may be negative (its int8 range starts at -"),
     ],
     ids=["maxpool_dilation", "avgpool_divisor_override", "maxpool1d_dilation", "softmax_dim2", "elu", "adaptive_avgpool_uneven",
-         "sub_zero_alpha", "tconv3d", "tconv_reduction_too_long", "bilinear_antialias"],
+         "sub_zero_alpha", "tconv3d", "tconv_reduction_too_long", "bilinear_antialias", "div_signed_divisor"],
 )
 def test_unsupported_variants_stay_on_cpu_with_reason(
     make: Callable[[], nn.Module], shape: tuple[int, ...], op: str, reason: str
@@ -829,3 +857,39 @@ def test_transposed_conv_weight_is_quantized_on_axis_1_and_bias_per_output_chann
     assert w_scale.shape == (3,) and b_scale.shape == (6,)  # one group's channels; every output channel
     s_in = low.input_qparams()[0][0]
     np.testing.assert_allclose(b_scale.numpy(), np.tile(w_scale.numpy(), 2) * s_in, rtol=1e-6)
+
+
+def test_div_relu_folds_into_the_activation_range() -> None:
+    low = _lower_case(next(c for c in ALL if c.name == "div_relu_fused"))
+    _, z = low.output_qparams()[0]
+    (op,) = [o for o in low.decoded().ops if o.opcode == Opcode.DIV]
+    assert (op.params["act_min"], op.params["act_max"]) == (z, 127)
+
+
+def test_div_by_an_exact_zero_saturates_as_pytorch_does() -> None:
+    """``x / (relu(y) + 1e-3)``: the divisor's code is 0 wherever y <= 0 (1e-3 is below half its
+    quantization step), so ``convert_pt2e``'s program and DIV divide by 0 there: PyTorch's ``±inf`` quantizes to the int8
+    bounds and DIV's code-0 entry saturates the same way; everywhere else the two agree within
+    1 LSB.  ``0 / 0`` is PyTorch's NaN, which quantize_per_tensor's cast turns into code 0:
+    DIV gives code 0 there too (docs/payload-format.md, DIV)."""
+    torch.manual_seed(0)
+    low = lower(Fn(lambda m, x, y: x / (F.relu(y) + 1e-3)).eval(), (torch.randn(1, 3, 8, 5), torch.randn(1, 3, 8, 1)))
+    assert low.cpu() == [] and "DIV" in low.opcodes()
+    (s, z), = low.output_qparams()
+    (sx, zx), _ = low.input_qparams()
+    zero_div = nan = 0
+    for seed in range(3):
+        x, y = low.grid_inputs(seed)
+        got = np.round(run_delegate(low.payloads[0], [x.numpy(), y.numpy()])[0] / s) + z
+        want = np.round(low.converted(x, y).numpy().astype(np.float64) / s) + z
+        d0 = np.broadcast_to((F.relu(y) == 0).numpy(), got.shape)
+        n0 = np.round(x.numpy() / sx) + zx == zx
+        ok = ~d0
+        assert np.abs(got[ok] - want[ok]).max() <= 1
+        sat = d0 & ~n0
+        assert (got[sat] == np.where(x.numpy()[sat] > 0, 127, -128)).all()
+        assert (got[sat] == want[sat]).all()
+        assert (got[d0 & n0] == 0).all() and (want[d0 & n0] == 0).all()
+        zero_div += int(sat.sum())
+        nan += int((d0 & n0).sum())
+    assert zero_div > 30, zero_div  # the case is exercised

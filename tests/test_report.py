@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from devkit.payload_factory import Case, bilinear_case, prelu_case, transpose_conv_case
+from devkit.payload_factory import Case, bilinear_case, div_case, prelu_case, transpose_conv_case
 from executorch_espnn.decisions import OpDecision
 from executorch_espnn.errors import PteError
 from executorch_espnn.payload import decode
@@ -126,8 +126,9 @@ def test_fast_path_depthwise_span_beyond_int16_is_the_generic_kernel() -> None:
          "transposed conv 3x2/1 g3", 2 * 6 * 4 * 5 * 3 * 2 * (9 // 3)),
         (lambda: prelu_case("p", shape=(1, 6, 5, 4), slopes=6), "prelu", 0),
         (lambda: bilinear_case("b", c=3, h=4, w=5, size=(8, 10), align_corners=False), "bilinear upsample", 0),
+        (lambda: div_case("d", (1, 3, 6, 5), (1, 3, 6, 1)), "division", 0),
     ],
-    ids=["tconv", "prelu", "bilinear"],
+    ids=["tconv", "prelu", "bilinear", "div"],
 )
 def test_fast_path_table_names_the_ops_esp_nn_has_no_kernel_for(
     case: Callable[[], Case], layer: str, macs: int

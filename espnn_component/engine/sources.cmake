@@ -20,6 +20,7 @@ set(ESPNN_ENGINE_SRCS
     ${ESPNN_ENGINE_DIR}/ops/concat.c
     ${ESPNN_ENGINE_DIR}/ops/conv2d.c
     ${ESPNN_ENGINE_DIR}/ops/depthwise_conv2d.c
+    ${ESPNN_ENGINE_DIR}/ops/div.c
     ${ESPNN_ENGINE_DIR}/ops/fully_connected.c
     ${ESPNN_ENGINE_DIR}/ops/layer_norm.c
     ${ESPNN_ENGINE_DIR}/ops/lut.c

@@ -15,7 +15,7 @@ from ..layout import Perm
 from ..payload import DType, Opcode
 from ..payload.format import MAX_ABS_BIAS
 from ..payload_builder import PayloadBuilder
-from ..quant_math import multiplier_in_range, quantize_multiplier
+from ..quant_math import SINGLE_ROUNDING_MIN, multiplier_in_range, quantize_multiplier
 from ..unsupported import Unsupported
 from .base import Unit
 
@@ -37,8 +37,8 @@ def act_range(unit: Unit, qout: QParams) -> tuple[int, int]:
     return lo_q, hi_q
 
 
-# Below this multiplier, shift 0 leaves the 31-bit mult with too few significant bits.
-SINGLE_ROUNDING_MIN = 2.0**-11
+# Below SINGLE_ROUNDING_MIN (quant_math), shift 0 leaves the 31-bit mult with too few
+# significant bits.
 
 
 def requant(real: float, what: str) -> tuple[int, int]:

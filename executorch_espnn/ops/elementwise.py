@@ -1,11 +1,19 @@
-"""add, sub and mul of two int8 tensors (same shape, or broadcasting dims of size 1); add, sub,
-mul and division with a number as lookup tables.
+"""add, sub, mul and div of two int8 tensors (same shape, or broadcasting dims of size 1); add,
+sub, mul and division with a number as lookup tables.
 
 sub is ESP-NN's add with the second operand's multiplier negated: ``a - alpha * b`` is
 ``a + (-alpha) * b``, and the add kernels (ANSI, ESP32-S3 assembly, ESP32-P4) take signed
 multipliers: the doubling high multiply is a signed 32 x 32 -> 64 product rounded the same
 way for either sign, and ``|(q + offset) << 20| < 2^28`` with ``|mult| <= 2^31 - 1`` never meets
 its one saturating case (both operands ``INT32_MIN``).  No opcode of its own is needed.
+
+``a / b`` of two tensors is DIV: the divisor's 256 int8 codes each get the requantisation of
+``s_a / (s_b (code - z_b) s_out)`` (``quant_math.div_multipliers``), so the quotient is one
+multiply of the numerator, rounded once, with no division on the device.  Delegated when the
+divisor's quantized range is non-negative (zero point -128: linear attention's normaliser,
+a sum of ReLU products plus an epsilon); its code worth 0 divides by zero as convert_pt2e's
+program does: the int8 bounds for a non-zero numerator (``±inf``), code 0 for ``0 / 0`` (the
+int8 cast of its NaN).
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ from ..graph.qdq import qdq_params
 from ..layout import Perm, nhwc
 from ..payload import Opcode
 from ..payload_builder import PayloadBuilder, Value
-from ..quant_math import add_params
+from ..quant_math import add_params, div_multipliers
 from ..unsupported import Unsupported
 from .activation import aten_overload, emit_lut
 from .base import OpLowering, Unit, register
@@ -196,17 +204,35 @@ class Mul(OpLowering):
 
 @register
 class Div(OpLowering):
-    """x / c for a number c: a LUT (division by a tensor has no kernel)."""
+    """x / c for a number c: a LUT; a / b of two tensors with a non-negative divisor: DIV."""
 
     targets = ("aten.div.Tensor", "aten.div.Scalar")
+    fuses_activation = True
 
     def activation_args(self, node: Node, ctx: GraphContext) -> list[Node]:
         if node.kwargs.get("rounding_mode") is not None:
             raise Unsupported(f"division with rounding_mode={node.kwargs['rounding_mode']!r}")
-        if _number(node.args[1], ctx) is None:
-            raise Unsupported("division by a tensor; only division by a number is delegated (as a lookup table)")
+        if _number(node.args[0], ctx) is not None:
+            raise Unsupported("a number divided by a tensor; only a tensor divided by a number or by a "
+                              "non-negative tensor is delegated")
         return _operands(node, ctx)
 
     def lower(self, unit: Unit, b: PayloadBuilder) -> None:
-        if not _scalar_lut(unit, b):  # pragma: no cover - activation_args admits numbers only
-            raise Unsupported("division by a tensor")
+        if _scalar_lut(unit, b):
+            return
+        va, vb, perm, shape = _broadcast_operands(unit, b)
+        assert va.qp is not None and vb.qp is not None
+        if vb.qp.zero_point != -128:
+            lo = vb.qp.scale32 * (-128 - vb.qp.zero_point)
+            raise Unsupported(
+                f"division by a tensor that may be negative (its int8 range starts at {lo:.4g}, zero point "
+                f"{vb.qp.zero_point}); only a divisor that is never negative (zero point -128) is delegated")
+        qout = qdq_params(unit.output)
+        mult, shift = div_multipliers(va.qp.scale32 / vb.qp.scale32 * qout.inv_scale32, vb.qp.zero_point)
+        act_min, act_max = act_range(unit, qout)
+        ta, tb = b.realize(va, perm), b.realize(vb, perm)
+        _, out = b.define(unit.output, perm, shape)
+        b.emit(Opcode.DIV, [ta, tb, b.int32s(mult), b.int32s(shift)], out, {
+            "a_offset": -va.qp.zero_point, "b_zero_point": vb.qp.zero_point, "out_offset": qout.zero_point,
+            "act_min": act_min, "act_max": act_max,
+        })

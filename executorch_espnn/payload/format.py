@@ -1,4 +1,4 @@
-"""The delegate payload format, version 2.1: every constant, record layout and bound.
+"""The delegate payload format, version 2.3: every constant, record layout and bound.
 
 This module is the single source of the format that ``docs/payload-format.md`` describes in
 prose; the C engine's ``engine/include/espnn_format.h`` (constants, opcodes, parameter
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 MAGIC = b"ESNN"
 FORMAT_MAJOR = 2
-FORMAT_MINOR = 2  # 2.1: PRELU, UPSAMPLE_BILINEAR, TRANSPOSE_CONV2D, LAYER_NORM, BATCH_MATMUL, AVG_POOL2D_FLOAT; ADD's input multipliers may be negative; 2.2: io tensors may move unit dims (read/written in place)
+FORMAT_MINOR = 3  # 2.1: PRELU, UPSAMPLE_BILINEAR, TRANSPOSE_CONV2D, LAYER_NORM, BATCH_MATMUL, AVG_POOL2D_FLOAT; ADD's input multipliers may be negative; 2.2: io tensors may move unit dims (read/written in place); 2.3: DIV
 
 HEADER_SIZE = 64
 TENSOR_RECORD_SIZE = 24
@@ -126,7 +126,9 @@ class Opcode(enum.IntEnum):
     # 22 stays free: sub is an ADD with a negated input multiplier (``ops/elementwise.py``)
     LAYER_NORM = 23
     BATCH_MATMUL = 24
-    # 25..27 stay free (division by a number is a LUT, expand is CONCAT copies)
+    # format 2.3: division by a tensor (division by a number is a LUT)
+    DIV = 25
+    # 26..27 stay free (expand is CONCAT copies)
     AVG_POOL2D_FLOAT = 28
 
 
@@ -269,6 +271,14 @@ OP_SPECS: dict[Opcode, OpSpec] = {
             state_bytes=48,
         ),
         OpSpec(
+            Opcode.DIV,
+            ("a", "b", "mult", "shift"),
+            ("a_offset", "b_zero_point", "out_offset", "act_min", "act_max"),
+            since_minor=3,
+            in_place_slots=(0, 1),
+            state_bytes=76,
+        ),
+        OpSpec(
             Opcode.AVG_POOL2D_FLOAT,
             ("input", "dequant"),
             (*_POOL_PARAMS, "divisor_mode", "torch_op"),
@@ -330,6 +340,12 @@ LAYER_NORM_MAX_ROW = 4096
 LAYER_NORM_GAMMA_SHIFT_MAX = 31
 LAYER_NORM_EPS_HI_MAX = (1 << 29) - 1
 LAYER_NORM_FRAC_BITS = 16  # beta and the rescaled product are Q16 output units
+# DIV: one multiplier per int8 code of the divisor (indexed by code + 128), TFLite's meaning
+# of a positive shift (a left shift first, as PRELU); |a + a_offset| <= 255, so 255 << 14 < 2^31.
+# A code worth 0 holds (MULT_MAX, DIV_SHIFT_MAX): any non-zero numerator saturates, as x / 0 does;
+# 0 / 0 (a numerator of 0 over the code b_zero_point) gives code 0, what PT2E's NaN casts to
+DIV_TABLE_SIZE = 256
+DIV_SHIFT_MAX = 14
 # BATCH_MATMUL: |a + a_offset| and |b + b_offset| are at most 255, so a reduction of up to
 # this many products stays below 2^31
 MAX_MATMUL_DEPTH = 32768

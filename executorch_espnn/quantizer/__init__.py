@@ -60,7 +60,9 @@ tanh, silu, gelu (either approximation), hardsigmoid, leaky_relu, and clamp-like
 were not fused.  sigmoid/tanh outputs are observed, not fixed (a table can map to any scale).
 
 sub (``aten.sub``/``rsub``): annotated as add is; ``aten.div`` by a number (attention's
-``/ sqrt(d)``): a lookup-table unary op.
+``/ sqrt(d)``): a lookup-table unary op; ``aten.div.Tensor(a_dq, b_dq) [-> fused clamp] -> q``
+of two tensors (linear attention's normaliser): annotated as add is (DIV when the divisor's
+observed range is never negative, else it runs on the CPU).
 
 prelu: ``aten.prelu.default(x_dq, alpha_dq) -> q``: the input and the output observed
 separately, the slope (one value or one per channel) int8 symmetric per tensor
@@ -78,7 +80,7 @@ quantity of a step (``h``, ``c``, a gate's pre-activation, ...) shares the first
 
 Regions configured ``None`` (``set_global/set_module_type/set_module_name``) keep float ops
 with float ``get_attr`` weights; a quantized neighbour still quantizes its own input edge.
-Other ops (batch_norm not after conv/linear, division by a tensor, ...) are left
+Other ops (batch_norm not after conv/linear, division with a ``rounding_mode``, ...) are left
 unannotated.
 
 Quantization-aware training: ``prepare_qat(model, example_inputs)`` (training-mode export +

@@ -137,6 +137,7 @@ ENGINE_KERNEL_OPS = {
     Opcode.PRELU: "engine C kernel: ESP-NN has no PReLU",
     Opcode.UPSAMPLE_BILINEAR: "engine C kernel: ESP-NN has no resize",
     Opcode.TRANSPOSE_CONV2D: "engine C kernel: ESP-NN has no transposed convolution",
+    Opcode.DIV: "engine C kernel: ESP-NN has no division",
 }
 
 
@@ -159,8 +160,8 @@ def _engine_kernel_layer(part: int, i: int, p: Payload) -> FastPathLayer:
         layer = f"transposed conv {kh}x{kw}/{pr['stride_h']}" + (f" g{groups}" if groups > 1 else "")
         return FastPathLayer(part, i, layer, shape, macs, False, why)
     # elementwise and resampling: no multiply-accumulate layer, no MACs counted
-    return FastPathLayer(part, i, "prelu" if op.opcode == Opcode.PRELU else "bilinear upsample",
-                         shape, 0, False, why)
+    layer = {Opcode.PRELU: "prelu", Opcode.DIV: "division"}.get(op.opcode, "bilinear upsample")
+    return FastPathLayer(part, i, layer, shape, 0, False, why)
 
 
 def _fast_path_layer(part: int, i: int, p: Payload) -> FastPathLayer | None:

@@ -3,7 +3,7 @@
  * and templates/engine/espnn_format.h.j2: do not edit; change those and regenerate
  * (tests/test_payload_format.py fails while this copy is stale).
  *
- * Delegate payload format 2.2: constants shared by the parser and the ops.
+ * Delegate payload format 2.3: constants shared by the parser and the ops.
  * docs/payload-format.md is the prose spec.
  */
 #ifndef ESPNN_FORMAT_H
@@ -14,7 +14,7 @@
 #define ESPNN_MAGIC_2 0x4E /* 'N' */
 #define ESPNN_MAGIC_3 0x4E /* 'N' */
 #define ESPNN_FORMAT_MAJOR 2
-#define ESPNN_FORMAT_MINOR 2
+#define ESPNN_FORMAT_MINOR 3
 
 #define ESPNN_HEADER_SIZE 64
 #define ESPNN_TENSOR_RECORD_SIZE 24
@@ -83,10 +83,11 @@
 #define ESPNN_OP_TRANSPOSE_CONV2D 21
 #define ESPNN_OP_LAYER_NORM 23
 #define ESPNN_OP_BATCH_MATMUL 24
+#define ESPNN_OP_DIV 25
 #define ESPNN_OP_AVG_POOL2D_FLOAT 28
 #define ESPNN_OP_COUNT 29 /* one past the last opcode */
 
-/* number of int32 parameter words per opcode (format 2.2) */
+/* number of int32 parameter words per opcode (format 2.3) */
 #define ESPNN_PARAMS_QUANTIZE 4
 #define ESPNN_PARAMS_DEQUANTIZE 4
 #define ESPNN_PARAMS_CONV2D 13
@@ -110,6 +111,7 @@
 #define ESPNN_PARAMS_TRANSPOSE_CONV2D 15
 #define ESPNN_PARAMS_LAYER_NORM 4
 #define ESPNN_PARAMS_BATCH_MATMUL 7
+#define ESPNN_PARAMS_DIV 5
 #define ESPNN_PARAMS_AVG_POOL2D_FLOAT 12
 
 /* the index of each int32 parameter word of each opcode (their order in the op record) */
@@ -251,6 +253,11 @@
 #define ESPNN_P_BATCH_MATMUL_OUT_OFFSET 4
 #define ESPNN_P_BATCH_MATMUL_ACT_MIN 5
 #define ESPNN_P_BATCH_MATMUL_ACT_MAX 6
+#define ESPNN_P_DIV_A_OFFSET 0
+#define ESPNN_P_DIV_B_ZERO_POINT 1
+#define ESPNN_P_DIV_OUT_OFFSET 2
+#define ESPNN_P_DIV_ACT_MIN 3
+#define ESPNN_P_DIV_ACT_MAX 4
 #define ESPNN_P_AVG_POOL2D_FLOAT_KERNEL_H 0
 #define ESPNN_P_AVG_POOL2D_FLOAT_KERNEL_W 1
 #define ESPNN_P_AVG_POOL2D_FLOAT_STRIDE_H 2
@@ -294,6 +301,7 @@
 #define ESPNN_STATE_BYTES_TRANSPOSE_CONV2D 48u
 #define ESPNN_STATE_BYTES_LAYER_NORM 24u
 #define ESPNN_STATE_BYTES_BATCH_MATMUL 48u
+#define ESPNN_STATE_BYTES_DIV 76u
 #define ESPNN_STATE_BYTES_AVG_POOL2D_FLOAT 52u
 
 #define ESPNN_AVG_DIVISOR_VALID 0
@@ -313,6 +321,8 @@
 #define ESPNN_SOFTMAX_MAX_ROW 4095
 #define ESPNN_SOFTMAX_OUT_ZERO_POINT (-128)
 #define ESPNN_PRELU_SHIFT_MAX 14
+#define ESPNN_DIV_SHIFT_MAX 14
+#define ESPNN_DIV_TABLE_SIZE 256
 #define ESPNN_BILINEAR_FRAC_BITS 11
 
 /* accumulator-overflow guards (see the format doc, "Bounds that keep int32 exact") */

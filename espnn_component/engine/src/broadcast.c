@@ -1,4 +1,4 @@
-/* Broadcast plan shared by ADD and MUL. */
+/* Broadcast plan shared by ADD, MUL and DIV (their operands are slots 0 and 1). */
 #include "espnn_broadcast.h"
 
 static bool is_per_channel(const espnn_tview_t *t, const espnn_tview_t *o)
@@ -21,7 +21,7 @@ espnn_status_t espnn_prep_broadcast(espnn_prep_t *p, espnn_bcast_t *plan,
     espnn_tview_t a, b, o;
     espnn_prep_tensor(p, 0, &a);
     espnn_prep_tensor(p, 1, &b);
-    espnn_prep_tensor(p, 2, &o);
+    espnn_prep_tensor(p, p->n_inputs, &o);
     const espnn_tview_t *ts[3] = {&a, &b, &o};
     const char *names[3] = {"a", "b", "output"};
     for (int k = 0; k < 3; k++) {

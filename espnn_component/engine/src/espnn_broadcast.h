@@ -1,4 +1,4 @@
-/* Broadcast plan for ADD and MUL (private): equal-rank NumPy broadcasting over <= 4 dims. */
+/* Broadcast plan for ADD, MUL and DIV (private): equal-rank NumPy broadcasting over <= 4 dims. */
 #ifndef ESPNN_BROADCAST_H
 #define ESPNN_BROADCAST_H
 

@@ -32,6 +32,7 @@ extern const espnn_op_family_t espnn_family_upsample_bilinear;
 extern const espnn_op_family_t espnn_family_transpose_conv2d;
 extern const espnn_op_family_t espnn_family_layer_norm;
 extern const espnn_op_family_t espnn_family_batch_matmul;
+extern const espnn_op_family_t espnn_family_div;
 extern const espnn_op_family_t espnn_family_avg_pool2d_float;
 
 /* QUANTIZE, DEQUANTIZE, TRANSPOSE */
@@ -90,6 +91,9 @@ static const char *const p_transpose_conv2d[] = {
 };
 static const char *const p_layer_norm[] = {
     "out_offset", "gamma_shift", "eps_hi", "eps_lo",
+};
+static const char *const p_div[] = {
+    "a_offset", "b_zero_point", "out_offset", "act_min", "act_max",
 };
 static const char *const p_avg_pool2d_float[] = {
     "kernel_h", "kernel_w", "stride_h", "stride_w", "pad_top", "pad_left", "pad_bottom",
@@ -181,6 +185,10 @@ static const espnn_op_spec_t specs[ESPNN_OP_COUNT] = {
         .name = "BATCH_MATMUL", .n_inputs = 2, .n_params = ESPNN_PARAMS_BATCH_MATMUL,
         .since_minor = 1, .params = p_mul,
     },
+    [ESPNN_OP_DIV] = {
+        .name = "DIV", .n_inputs = 4, .n_params = ESPNN_PARAMS_DIV, .in_place_mask = 0x03u,
+        .since_minor = 3, .params = p_div,
+    },
     [ESPNN_OP_AVG_POOL2D_FLOAT] = {
         .name = "AVG_POOL2D_FLOAT", .n_inputs = 2, .n_params = ESPNN_PARAMS_AVG_POOL2D_FLOAT,
         .since_minor = 1, .params = p_avg_pool2d_float,
@@ -211,6 +219,7 @@ static const espnn_op_family_t *const families[ESPNN_OP_COUNT] = {
     [ESPNN_OP_TRANSPOSE_CONV2D] = &espnn_family_transpose_conv2d,
     [ESPNN_OP_LAYER_NORM] = &espnn_family_layer_norm,
     [ESPNN_OP_BATCH_MATMUL] = &espnn_family_batch_matmul,
+    [ESPNN_OP_DIV] = &espnn_family_div,
     [ESPNN_OP_AVG_POOL2D_FLOAT] = &espnn_family_avg_pool2d_float,
 };
 

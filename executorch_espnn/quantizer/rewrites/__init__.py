@@ -4,6 +4,8 @@ Each rewrite replaces a construct the delegate cannot take as it is by equivalen
 it can (the ATen graph of ``torch.export``, before ``prepare_pt2e`` annotates it), so the
 quantized model ``convert_pt2e`` produces computes exactly what the device computes:
 
+* ``autocast``: a ``with torch.autocast(enabled=False)`` block (a ``wrap_with_autocast``
+  higher-order operator) is inlined: its operators are quantized as any others;
 * ``batch_norm``: an eval batch norm no convolution absorbs is folded into the linear it
   feeds, or becomes a depthwise 1x1 convolution;
 * ``unbind``: each piece becomes a ``select``;
@@ -25,6 +27,7 @@ from collections.abc import Callable
 from torch.fx import GraphModule, Node
 
 from .attention import rewrite_sdpa, sdpa_refusal
+from .autocast import rewrite_autocast
 from .batch_norm import rewrite_batch_norm
 from .rank import rewrite_rank
 from .recurrent import ROLE_META, recurrent_refusal, rewrite_recurrent
@@ -33,6 +36,7 @@ from .scalars import rewrite_int_scalars
 from .unbind import rewrite_unbind
 
 REWRITES: tuple[Callable[[GraphModule, Callable[[Node], bool]], bool], ...] = (
+    rewrite_autocast,  # first: the others then see the block's operators
     rewrite_batch_norm,
     rewrite_unbind,
     rewrite_recurrent,

@@ -1,8 +1,17 @@
-"""ADD and MUL: int8 operands that broadcast to the output, offsets, multipliers and shifts."""
+"""ADD, MUL and DIV: int8 operands that broadcast to the output, offsets, multipliers and shifts."""
 
 from __future__ import annotations
 
-from ...format import ADD_LEFT_SHIFT_MAX, MULT_MAX, SHIFT_MAX, SHIFT_MIN, DType, Opcode
+from ...format import (
+    ADD_LEFT_SHIFT_MAX,
+    DIV_SHIFT_MAX,
+    DIV_TABLE_SIZE,
+    MULT_MAX,
+    SHIFT_MAX,
+    SHIFT_MIN,
+    DType,
+    Opcode,
+)
 from ..check_registry import OpCheck, check
 
 
@@ -39,4 +48,29 @@ def mul(c: OpCheck) -> None:
     c.offsets("a_offset", "b_offset", out="out_offset")
     c.param("out_mult", 0, MULT_MAX)
     c.param("out_shift", SHIFT_MIN, SHIFT_MAX)
+    c.act()
+
+
+@check(Opcode.DIV)
+def div(c: OpCheck) -> None:
+    _broadcast(c)
+    for slot, name in ((2, "mult"), (3, "shift")):
+        t = c.const(slot, name)
+        c.dtype(t, DType.INT32, name)
+        if t.dims != (DIV_TABLE_SIZE,):
+            raise c.err(name, f"shape {t.dims}, expected ({DIV_TABLE_SIZE},): one per divisor code")
+    # signed: a divisor code below its zero point divides by a negative value; -MULT_MAX keeps
+    # INT32_MIN (SRDHM's one saturating operand) out
+    m = c.const_values(c.t(2))
+    bad = (m < -MULT_MAX) | (m > MULT_MAX)
+    if bad.any():
+        i = int(bad.argmax())
+        raise c.err("mult", f"code {i - 128} multiplier {int(m[i])} outside [{-MULT_MAX}, {MULT_MAX}]")
+    s = c.const_values(c.t(3))
+    bad = (s < SHIFT_MIN) | (s > DIV_SHIFT_MAX)
+    if bad.any():
+        i = int(bad.argmax())
+        raise c.err("shift", f"code {i - 128} shift {int(s[i])} outside [{SHIFT_MIN}, {DIV_SHIFT_MAX}]")
+    c.offsets("a_offset", out="out_offset")
+    c.param("b_zero_point", -128, 127)
     c.act()
