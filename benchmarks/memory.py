@@ -1,6 +1,6 @@
 """The delegate arena's lower bound, for benchmarks/run.py's "arena / peak live" figure.
 
-The bound itself has one home, ``executorch_espnn.report.ram.partition_peak`` (docs/memory.md):
+The bound itself has one home, ``executorch_espnn.payload_peak.partition_peak`` (docs/memory.md):
 for every arena tensor of a decoded payload, its lifetime is [the op that writes it, the last
 op that reads it]; at each op the live set is the sum of the live tensors' bytes plus the
 scratch of the kernel running at that moment (``executorch_espnn.scratch`` for the op's
@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from executorch_espnn.payload import Payload
-from executorch_espnn.report.ram import partition_peak
+from executorch_espnn.payload_peak import partition_peak
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ the arena (executorch_espnn.scratch), which can set the arena's peak: DS-CNN's f
 convolution writes a 12,688 B int16 copy of its input there, more than its two activations.
 ESP-NN's ANSI kernels compute the same int8 results with no scratch, more slowly.  With
 ``optimize="ram"`` the lowering walks each partition's peak (the bound of
-executorch_espnn.report.ram: live activations plus the running kernel's scratch): while the
+executorch_espnn.payload_peak: live activations plus the running kernel's scratch): while the
 peak is set by a CONV2D or DEPTHWISE_CONV2D with scratch, that op gets ``scratch_size`` 0,
 which tells the engine to call ESP-NN's ANSI kernel for it (docs/payload-format.md, "RAM-first
 kernels"; engine/ops/conv2d.c and depthwise_conv2d.c choose it at prepare), and the peak is
@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .payload import Opcode, Payload
+from .payload_peak import kernel_scratch, partition_peak
 
 OPTIMIZE_CHOICES = ("speed", "ram")
 CHOOSABLE = (Opcode.CONV2D, Opcode.DEPTHWISE_CONV2D)
@@ -49,8 +50,6 @@ def ansi_ops(p: Payload) -> list[AnsiChoice]:
     """The ops of ``p`` that run on ESP-NN's ANSI kernel by choice: a CONV2D/DEPTHWISE_CONV2D
     whose scratch_size is 0 although the target's fast kernel takes scratch for its operands
     (what the engine reads the same way)."""
-    from .report.ram import kernel_scratch
-
     out = []
     for i, op in enumerate(p.ops):
         if op.opcode in CHOOSABLE and op.scratch_size == 0:
@@ -63,8 +62,6 @@ def ansi_ops(p: Payload) -> list[AnsiChoice]:
 def choose_ram_first(p: Payload) -> list[int]:
     """Zero the scratch of the ops whose fast kernel's scratch sets ``p``'s peak, one at a
     time from the highest peak (module docstring); returns their indices, in that order."""
-    from .report.ram import partition_peak
-
     chosen: list[int] = []
     while True:
         peak = partition_peak(0, p)

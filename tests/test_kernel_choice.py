@@ -13,7 +13,7 @@ import pytest
 from executorch_espnn.errors import LoweringError
 from executorch_espnn.kernel_choice import ansi_ops, check_optimize, choose_ram_first
 from executorch_espnn.payload import Opcode, decode
-from executorch_espnn.report.ram import kernel_scratch, op_scratch, partition_peak
+from executorch_espnn.payload_peak import kernel_scratch, op_scratch, partition_peak
 from tests.test_ram_bill import _s3_chain, _simulated_peak
 
 

@@ -24,15 +24,9 @@ from devkit.payload_factory import (
     mobilenet_v2_graph,
 )
 from executorch_espnn.payload import Payload, Storage, Target, decode
+from executorch_espnn.payload_peak import op_scratch, partition_peak
 from executorch_espnn.report import LoweringReport, TensorSpec, analyse_payload
-from executorch_espnn.report.ram import (
-    HeldIO,
-    held_io,
-    io_view_bytes,
-    op_scratch,
-    partition_peak,
-    with_measured,
-)
+from executorch_espnn.report.ram import HeldIO, held_io, io_view_bytes, with_measured
 from executorch_espnn.scratch import ConvGeometry, conv_scratch, depthwise_scratch
 from tests.report_helpers import small_net
 

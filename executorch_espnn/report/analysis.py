@@ -13,8 +13,9 @@ from ..kernel_choice import ansi_ops
 from ..payload import DType, Opcode, Payload, PayloadError, Storage, decode
 from ..payload.format import AVG_TORCH_ADAPTIVE, AVG_TORCH_MEAN, AVG_TORCH_POOL
 from ..payload.state import state_bytes
+from ..payload_peak import PartitionPeak, partition_peak
 from ..pte import BACKEND_ID, SCALAR_TYPES, DelegateCallInfo, ProgramInfo, TensorDecl, read_program
-from .ram import PartitionPeak, held_io, partition_peak
+from .ram import held_io
 from .records import (
     ArenaTensor,
     ArenaTimeline,

@@ -6,8 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..payload_peak import PartitionPeak
 from . import text
-from .ram import NO_PROGRAM, HeldIO, PartitionPeak, ram_record
+from .ram import NO_PROGRAM, HeldIO, ram_record
 
 if TYPE_CHECKING:
     from ..accuracy import AccuracyReport

@@ -1,0 +1,154 @@
+"""Where one delegate payload's arena need peaks: live activations plus the running kernel's scratch.
+
+Computed from the payload's tensors and op order alone, never from the arena planner's offsets:
+at each op, the arena tensors written by an op at or before it and read at or after it are live;
+an op the format lets run in place (``OpSpec.in_place_slots``) whose input there dies at that op
+with the output's size counts that pair once; the running kernel's scratch comes from
+``executorch_espnn.scratch`` for the op's operands.  It sits below both the report
+(executorch_espnn.report.ram: the whole RAM bill) and the lowering's kernel choice
+(executorch_espnn.kernel_choice), which both read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .payload import Opcode, Payload, Storage
+from .payload.format import OP_SPECS
+from .scratch import ConvGeometry, conv_scratch, depthwise_scratch, softmax_scratch
+
+
+def op_scratch(p: Payload, i: int) -> int:
+    """The scratch bytes op ``i``'s kernel uses, from its operands (executorch_espnn.scratch),
+    for the kernels that take one: ESP-NN's dense and depthwise convolutions without dilation
+    (grouped and dilated ones run on the engine's own kernels) and its softmax.  A convolution
+    with ``scratch_size`` 0 runs ESP-NN's ANSI kernel (executorch_espnn.kernel_choice): none."""
+    op = p.ops[i]
+    if op.opcode in (Opcode.CONV2D, Opcode.DEPTHWISE_CONV2D) and op.scratch_size == 0:
+        return 0
+    return kernel_scratch(p, i)
+
+
+def kernel_scratch(p: Payload, i: int) -> int:
+    """The scratch the target's ESP-NN kernel for op ``i`` takes for its operands (its fast
+    kernel for a convolution, whatever the payload chose)."""
+    op = p.ops[i]
+    if op.opcode not in (Opcode.CONV2D, Opcode.DEPTHWISE_CONV2D, Opcode.SOFTMAX):
+        return 0
+    x_id = op.inputs[0]
+    assert x_id is not None
+    x, y = p.tensors[x_id], p.tensors[op.output]
+    if op.opcode == Opcode.SOFTMAX:
+        return softmax_scratch(p.target, x.dims[-1])
+    pr = op.params
+    if pr["dilation_h"] != 1 or pr["dilation_w"] != 1:
+        return 0
+    w_id = op.inputs[1]
+    assert w_id is not None
+    _, kh, kw, _ = p.tensors[w_id].dims
+    _, h, wd, cin = x.dims
+    _, oh, ow, cout = y.dims
+    depthwise = op.opcode == Opcode.DEPTHWISE_CONV2D
+    geom = ConvGeometry(in_w=wd, in_h=h, in_ch=cin, filter_w=kw, filter_h=kh, out_w=ow, out_h=oh, out_ch=cout,
+                        pad_w=pr["pad_left"], pad_h=pr["pad_top"], stride_w=pr["stride_w"],
+                        stride_h=pr["stride_h"], ch_mult=pr["ch_mult"] if depthwise else 1)
+    if depthwise:
+        return depthwise_scratch(p.target, geom)
+    return conv_scratch(p.target, geom) if pr["groups"] == 1 else 0
+
+
+@dataclass(frozen=True)
+class LiveTensor:
+    """An arena tensor live at the peak."""
+
+    tensor: int  # tensor id in the payload
+    dtype: str
+    shape: tuple[int, ...]
+    nbytes: int
+    written_by: int  # op index
+    opcode: str  # of that op
+
+    def label(self) -> str:
+        return f"t{self.tensor} {self.dtype}{list(self.shape)} (op {self.written_by} {self.opcode})"
+
+
+@dataclass(frozen=True)
+class PartitionPeak:
+    """Where one payload's live set peaks: op, its live tensors, its kernel's scratch."""
+
+    index: int
+    op: int  # -1: no op
+    opcode: str
+    activation_bytes: int
+    scratch_bytes: int
+    tensors: tuple[LiveTensor, ...]  # live at ``op``, the largest first (an in-place pair: the input)
+
+    @property
+    def bytes(self) -> int:
+        return self.activation_bytes + self.scratch_bytes
+
+    def setter(self) -> str:
+        """Which tensors or scratch set the peak, in one phrase."""
+        if self.op < 0:
+            return "no op"
+        parts = [t.label() for t in self.tensors[:3]]
+        if len(self.tensors) > 3:
+            parts.append(f"{len(self.tensors) - 3} more")
+        if self.scratch_bytes:
+            parts.append(f"{self.scratch_bytes:,} B scratch")
+        return f"partition {self.index} op {self.op} {self.opcode}: " + " + ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "op": self.op, "opcode": self.opcode, "bytes": self.bytes,
+                "activation_bytes": self.activation_bytes, "scratch_bytes": self.scratch_bytes,
+                "tensors": [{"tensor": t.tensor, "dtype": t.dtype, "shape": list(t.shape), "bytes": t.nbytes,
+                             "written_by": t.written_by, "opcode": t.opcode} for t in self.tensors],
+                "setter": self.setter()}
+
+
+def partition_peak(index: int, p: Payload) -> PartitionPeak:
+    """The peak over ``p``'s ops of live arena bytes plus the running kernel's scratch (see the
+    module's docstring for what counts)."""
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    for i, op in enumerate(p.ops):
+        if p.tensors[op.output].storage == Storage.ARENA:
+            first.setdefault(op.output, i)
+            last[op.output] = max(last.get(op.output, i), i)
+        for tid in op.inputs:
+            if tid is not None and p.tensors[tid].storage == Storage.ARENA:
+                last[tid] = max(last.get(tid, i), i)
+    best: PartitionPeak | None = None
+    for i, op in enumerate(p.ops):
+        live = [tid for tid, f in first.items() if f <= i <= last[tid]]
+        shared = _in_place_input(p, i, last)
+        if shared is not None:
+            live.remove(op.output)  # the output takes its dying input's bytes
+        acts = sum(p.tensors[t].nbytes for t in live)
+        scratch = op_scratch(p, i)
+        if best is None or acts + scratch > best.bytes:
+            ordered = sorted(live, key=lambda t: (-p.tensors[t].nbytes, t))
+            best = PartitionPeak(index, i, op.opcode.name, acts, scratch, tuple(
+                LiveTensor(t, p.tensors[t].dtype.numpy_name, tuple(p.tensors[t].dims), p.tensors[t].nbytes,
+                           first[t], p.ops[first[t]].opcode.name) for t in ordered))
+    return best if best is not None else PartitionPeak(index, -1, "-", 0, 0, ())
+
+
+def _in_place_input(p: Payload, i: int, last: dict[int, int]) -> int | None:
+    """The input op ``i`` may overwrite with its output by the format's in-place rule (an
+    in-place slot, the same bytes, dims unless the op allows any, last read here, read once)."""
+    op = p.ops[i]
+    out = p.tensors[op.output]
+    spec = OP_SPECS[op.opcode]
+    if out.storage != Storage.ARENA:
+        return None
+    for s in spec.in_place_slots:
+        tid = op.inputs[s]
+        if tid is None:
+            continue
+        t = p.tensors[tid]
+        if (t.storage == Storage.ARENA and last.get(tid) == i and t.nbytes == out.nbytes
+                and (spec.in_place_any_dims or t.dims == out.dims) and op.inputs.count(tid) == 1):
+            return tid
+    return None
