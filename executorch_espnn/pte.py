@@ -220,6 +220,17 @@ def _tensor_decl(val: object) -> TensorDecl | None:
     )
 
 
+def _checked_index(index: int, size: int, what: str, method: str) -> int:
+    """``index`` if it lies in a table of ``size`` entries, else the PteError of a corrupt
+    program: the flatbuffer verifier checks offsets, not the indices one table holds into
+    another, so a damaged file can name a value, delegate or operator that does not exist."""
+    if not 0 <= index < size:
+        raise PteError(
+            f"{what} in method {method!r} is entry {index} of a table with {size} entries; the .pte is "
+            "truncated or corrupt: export it again (executorch_espnn.lower or the build's lowering)")
+    return index
+
+
 def _location(frames: Any) -> str | None:
     if frames is None or not frames.items:
         return None
@@ -251,11 +262,12 @@ def read_program(pte: bytes, method: str | None = "forward") -> ProgramInfo:
         for j, instr in enumerate(chain.instructions):
             args = instr.instr_args
             if isinstance(args, schema.DelegateCall):
-                idx = int(args.delegate_index)
+                idx = _checked_index(int(args.delegate_index), len(backends), "a delegate call's delegate", wanted)
                 calls.append(DelegateCallInfo(idx, backends[idx], tuple(args.args)))
             elif isinstance(args, schema.KernelCall):
                 frames = stack[j] if j < len(stack) else None
-                calls.append(KernelCallInfo(operators[args.op_index], tuple(args.args), _location(frames)))
+                op = _checked_index(int(args.op_index), len(operators), "a kernel call's operator", wanted)
+                calls.append(KernelCallInfo(operators[op], tuple(args.args), _location(frames)))
 
     scalars: dict[int, float | int] = {}
     constant_bytes = 0
@@ -274,7 +286,7 @@ def read_program(pte: bytes, method: str | None = "forward") -> ProgramInfo:
             constant_bytes += const.nbytes
 
     def decl(index: int) -> TensorDecl | None:
-        return _tensor_decl(plan.values[index].val)
+        return _tensor_decl(plan.values[_checked_index(index, len(plan.values), "a program input or output", wanted)].val)
 
     return ProgramInfo(
         method=wanted,

@@ -201,6 +201,41 @@ def fc() -> tuple[bytes, object]:
     return pte, m
 
 
+@pytest.mark.parametrize("damage", ["input", "delegate", "operator"])
+def test_a_program_naming_a_missing_table_entry_is_a_clear_error(damage: str) -> None:
+    """A damaged .pte whose input, delegate call or operator index points past its table (the
+    flatbuffer verifier checks offsets, not these indices) is a PteError naming the entry, and
+    host.run turns it into a HostRuntimeError, never an IndexError."""
+    from executorch.exir import schema
+    from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
+
+    from executorch_espnn.errors import PteError
+
+    torch = _torch()
+    m = make_fc_model()
+    # a CPU operator after the delegate, so the program holds a kernel call too
+    pte = delegated_pte(fc_payload(m), [torch.zeros(1, 8)], lambda x: x[:, :4] * 1.0, after=lambda y: y + 1.0)
+    pte_file = deserialize_pte_binary(pte)
+    plan = pte_file.program.execution_plan[0]
+    if damage == "input":
+        plan.inputs[0] = len(plan.values) + 5
+        what = "a program input or output"
+    else:
+        wanted = schema.DelegateCall if damage == "delegate" else schema.KernelCall
+        args = next(i.instr_args for c in plan.chains for i in c.instructions if isinstance(i.instr_args, wanted))
+        if damage == "delegate":
+            args.delegate_index = 7
+            what = "a delegate call's delegate"
+        else:
+            args.op_index = 9
+            what = "a kernel call's operator"
+    bad = bytes(serialize_pte_binary(pte_file))
+    with pytest.raises(PteError, match=f"{what} in method 'forward' is entry .* truncated or corrupt"):
+        read_program(bad)
+    with pytest.raises(HostRuntimeError, match="truncated or corrupt: export it again"):
+        host.run(bad, [np.zeros((1, 8), np.float32)])
+
+
 def _x(shape: tuple[int, ...], seed: int = 1) -> np.ndarray:
     return np.random.default_rng(seed).uniform(-2.0, 2.0, size=shape).astype(np.float32)
 
