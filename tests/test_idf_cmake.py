@@ -131,7 +131,8 @@ def test_component_is_named_by_its_manifest_and_cmake_agree() -> None:
 
 # Symbols the C/C++ runtime (newlib, libstdc++, libgcc) provides on ESP-IDF.
 C_RUNTIME = re.compile(
-    r"^(mem\w+|str\w+|v?s?n?printf|abort|nearbyintf?|__cxa_\w+|__dso_handle|__gxx_personality_v0"
+    r"^(mem\w+|str\w+|v?s?n?printf|puts|putchar|abort|nearbyintf?|__cxa_\w+|__dso_handle"
+    r"|__gxx_personality_v0"
     r"|_Unwind_\w+|__stack_chk_\w+|__assert_func|operator (new|delete)(\[\])?"
     r"|vtable for __cxxabiv1::\w+)$"
 )

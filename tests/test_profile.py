@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -256,7 +257,7 @@ def test_profile_on_the_host_names_every_layer_and_changes_no_output(
     (out / "report.json").write_text(json.dumps(report))
     log = out / "serial.log"
     log.write_text("".join(f"I (1) app: {ln}\n" for ln in r_on.stdout.splitlines()))
-    cli = subprocess.run(["python", "-m", "executorch_espnn", "profile", str(log), "--report", str(out / "report.html")],
+    cli = subprocess.run([sys.executable, "-m", "executorch_espnn", "profile", str(log), "--report", str(out / "report.html")],
                          capture_output=True, text=True, check=False, cwd=ROOT)
     assert cli.returncode == 0, cli.stderr
     assert cli.stdout.startswith(f"Profile: {parsed.total:,} ns per inference")
