@@ -3,9 +3,10 @@
 Per model and target: the whole RAM ``EspnnModel::begin()`` allocates (arena + ExecuTorch
 planned + delegate state + method allocator + temp allocator, the generated header's figures,
 measured by loading the program with ``executorch_espnn.host.measure``), the lower bound
-computed from the payloads without the arena planner (executorch_espnn/report/ram.py: the peak
-of live int8 activations including the running kernel's scratch, plus the program I/O), their
-ratio, the arena over its own part of the bound, and which op and tensors set the peak.
+computed from the payloads without the arena planner (the peak of live int8 activations
+including the running kernel's scratch, executorch_espnn/payload_peak.py, plus the program I/O,
+executorch_espnn/report/ram.py), their ratio, the arena over its own part of the bound, and
+which op and tensors set the peak.
 docs/memory.md explains the figures; docs/benchmarks.md has the table.
 
     .venv/bin/python benchmarks/ram_bill.py                      # zoo + the 3x3 stack
