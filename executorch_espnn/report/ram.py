@@ -9,8 +9,8 @@ method and temp allocators are measured by loading the program (``executorch_esp
 what the build does), so a report made without measuring leaves them ``None``.
 
 Each partition's term of the bound is its payload's peak (``executorch_espnn.payload_peak``:
-live activations plus the running kernel's scratch, never the arena planner's offsets).  The delegates of one
-method all use one arena, each from its start (they never run at the same time and keep nothing
+live activations plus the running kernel's scratch, never the arena planner's offsets).  The
+delegates of one method all use one arena, each from its start (they never run at the same time and keep nothing
 in it between calls: espnn_component/adapter/espnn_arena_lease.h), so the arena's bound is the
 largest partition's peak, not their sum.  The arena is memory of its own, apart from ExecuTorch's planned buffers, which must
 at some moment hold together whichever is largest of: the program's inputs (before the first
