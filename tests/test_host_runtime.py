@@ -201,8 +201,16 @@ def fc() -> tuple[bytes, object]:
     return pte, m
 
 
+@pytest.fixture(scope="module")
+def fc_then_cpu_op() -> bytes:
+    """The fc delegate followed by a CPU operator, so the program holds a kernel call too."""
+    torch = _torch()
+    m = make_fc_model()
+    return delegated_pte(fc_payload(m), [torch.zeros(1, 8)], lambda x: x[:, :4] * 1.0, after=lambda y: y + 1.0)
+
+
 @pytest.mark.parametrize("damage", ["input", "delegate", "operator"])
-def test_a_program_naming_a_missing_table_entry_is_a_clear_error(damage: str) -> None:
+def test_a_program_naming_a_missing_table_entry_is_a_clear_error(fc_then_cpu_op: bytes, damage: str) -> None:
     """A damaged .pte whose input, delegate call or operator index points past its table (the
     flatbuffer verifier checks offsets, not these indices) is a PteError naming the entry, and
     host.run turns it into a HostRuntimeError, never an IndexError."""
@@ -211,11 +219,7 @@ def test_a_program_naming_a_missing_table_entry_is_a_clear_error(damage: str) ->
 
     from executorch_espnn.errors import PteError
 
-    torch = _torch()
-    m = make_fc_model()
-    # a CPU operator after the delegate, so the program holds a kernel call too
-    pte = delegated_pte(fc_payload(m), [torch.zeros(1, 8)], lambda x: x[:, :4] * 1.0, after=lambda y: y + 1.0)
-    pte_file = deserialize_pte_binary(pte)
+    pte_file = deserialize_pte_binary(fc_then_cpu_op)
     plan = pte_file.program.execution_plan[0]
     if damage == "input":
         plan.inputs[0] = len(plan.values) + 5
