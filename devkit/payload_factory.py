@@ -35,6 +35,7 @@ from executorch_espnn.payload import (
     Storage,
     Target,
     TensorRec,
+    decode,
     encode,
 )
 from executorch_espnn.payload.format import (
@@ -1251,3 +1252,13 @@ def case_by_name(name: str, seed: int = 0) -> Case:
         if c.name == name:
             return c
     raise KeyError(name)
+
+
+def homed(data: bytes) -> bytes:
+    """``data`` re-planned with every delegate input and output homed in its arena (payload
+    format 2.4's io homes, as ``lower(..., io_arena=True)`` makes them)."""
+    from executorch_espnn.planner import plan_payload
+
+    p = decode(data)
+    plan_payload(p, set(p.inputs) | set(p.outputs))
+    return encode(p)

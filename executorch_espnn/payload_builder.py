@@ -11,7 +11,7 @@ DEQUANTIZE ops are emitted lazily in whatever order their first consumer wants, 
 model's float NCHW input is quantized straight into NHWC.
 
 ``finish`` turns delegate outputs into output tensors (retargeting the op that
-produced them when possible), plans the arena with ``planner`` (``payload_buffers``:
+produced them when possible), plans the arena with ``planner.plan_payload`` (``payload_buffers``:
 lifetimes, per-op scratch, the in-place choice; ``plan_arena``: the offsets) and encodes
 with the payload writer, which validates everything the device validates.  The layout
 arithmetic is ``layout``'s; grouping nodes into units and driving the lowerings is
@@ -62,7 +62,7 @@ from .payload.format import (
     MAX_TENSORS,
     TENSOR_FLAG_NHWC,
 )
-from .planner import payload_buffers, plan_arena, scratch_key
+from .planner import plan_payload
 from .unsupported import Unsupported
 from .version import version_tuple
 
@@ -531,7 +531,7 @@ class PayloadBuilder:
         )
         if self.ram_first:
             choose_ram_first(payload)  # before planning: the arena is planned without that scratch
-        payload.arena_size = self._plan()
+        plan_payload(payload)
         names: dict[int, tuple[str, Perm, tuple[int, ...]]] = {}
         for node, v in self.values.items():
             seen: Value | None = v
@@ -565,12 +565,3 @@ class PayloadBuilder:
                 return i
         return None
 
-    def _plan(self) -> int:
-        plan = plan_arena(payload_buffers(self.tensors, self.ops))
-        for tid, t in enumerate(self.tensors):
-            if t.storage == Storage.ARENA:
-                t.offset = plan.offsets[tid]
-        for i, op in enumerate(self.ops):
-            if op.scratch_size:
-                op.scratch_offset = plan.offsets[scratch_key(i)]
-        return plan.size

@@ -21,13 +21,13 @@ bytes) is what no plan can beat; the result is reported next to it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from .payload.format import ARENA_ALIGN, OP_SPECS, Storage
-from .payload.model import OpRec, TensorRec
+from .payload.format import ARENA_ALIGN, NO_HOME, OP_SPECS, Storage
+from .payload.model import OpRec, Payload, TensorRec
 
 
 @dataclass(frozen=True)
@@ -270,10 +270,15 @@ def in_place_inputs(tensors: Sequence[TensorRec], ops: Sequence[OpRec], last: di
     return inplace
 
 
-def payload_buffers(tensors: Sequence[TensorRec], ops: Sequence[OpRec]) -> list[PlanBuffer]:
+def payload_buffers(tensors: Sequence[TensorRec], ops: Sequence[OpRec], homed: Collection[int] = ()) -> list[PlanBuffer]:
     """Every arena tensor (id = tensor id) and every op's scratch (id = ``scratch_key``) of a
     payload as a ``PlanBuffer``: written by the first op that outputs it, live to its last
-    reader, in place of an input where ``in_place_inputs`` allows it."""
+    reader, in place of an input where ``in_place_inputs`` allows it.
+
+    ``homed`` names delegate input/output tensors that get a home in the arena (format 2.4's
+    io homes): an input is live from before the first op to its last reader, an output from
+    the op that writes it to the end, so the program's I/O shares the arena with the
+    activations and an input's bytes are reused once it is consumed."""
     first: dict[int, int] = {}
     last: dict[int, int] = {}
     for i, op in enumerate(ops):
@@ -290,7 +295,32 @@ def payload_buffers(tensors: Sequence[TensorRec], ops: Sequence[OpRec]) -> list[
         if tid not in first:
             raise AssertionError(f"arena tensor {tid} is never written")
         buffers.append(PlanBuffer(tid, t.nbytes, first[tid], last[tid], inplace.get(tid)))
+    end = max(len(ops) - 1, 0)
+    for tid in sorted(homed):
+        t = tensors[tid]
+        if t.storage == Storage.INPUT:
+            buffers.append(PlanBuffer(tid, t.nbytes, 0, last.get(tid, 0)))
+        elif t.storage == Storage.OUTPUT:
+            buffers.append(PlanBuffer(tid, t.nbytes, first.get(tid, end), end))
+        else:
+            raise AssertionError(f"tensor {tid} is not a delegate input or output: it cannot have an io home")
     for i, op in enumerate(ops):
         if op.scratch_size:
             buffers.append(PlanBuffer(scratch_key(i), op.scratch_size, i, i))
     return buffers
+
+
+def plan_payload(p: Payload, homed: Collection[int] = ()) -> ArenaPlan:
+    """Plan ``p``'s arena in place: every arena tensor's and scratch's offset, ``arena_size``,
+    and, when ``homed`` names delegate I/O tensors, the io-homes table (NO_HOME for the rest;
+    no table when ``homed`` is empty)."""
+    plan = plan_arena(payload_buffers(p.tensors, p.ops, homed))
+    for tid, t in enumerate(p.tensors):
+        if t.storage == Storage.ARENA:
+            t.offset = plan.offsets[tid]
+    for i, op in enumerate(p.ops):
+        op.scratch_offset = plan.offsets[scratch_key(i)] if op.scratch_size else 0
+    p.io_homes = [plan.offsets.get(tid, NO_HOME) if tid in homed else NO_HOME
+                  for tid in p.inputs + p.outputs] if homed else None
+    p.arena_size = plan.size
+    return plan

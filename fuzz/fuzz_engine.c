@@ -277,7 +277,17 @@ static void exercise(uint8_t *payload, size_t len, int placement, uint64_t seed)
         stats.too_big++;
         goto done;
     }
-    if (espnn_invoke(&model, &err) != ESPNN_ERR_IO) {
+    /* an io tensor without a home in the arena (payload 2.4) must be bound before invoke */
+    bool unhomed = false;
+    for (uint32_t k = 0; k < info.n_inputs + info.n_outputs; k++) {
+        espnn_io_info_t io;
+        const int dir = k < info.n_inputs ? 0 : 1;
+        if (espnn_io_info(&model, dir, dir == 0 ? k : k - info.n_inputs, &io) == ESPNN_OK &&
+            io.arena_home == ESPNN_NO_HOME) {
+            unhomed = true;
+        }
+    }
+    if (unhomed && espnn_invoke(&model, &err) != ESPNN_ERR_IO) {
         fuzz_fail("invoke without io", err.status, 0);
     }
     uint64_t rng = seed;
@@ -299,6 +309,16 @@ static void exercise(uint8_t *payload, size_t len, int placement, uint64_t seed)
             }
             if (espnn_set_io(&model, (int)dir, k, buf, io.nbytes) != ESPNN_OK) {
                 fuzz_fail("set_io", dir, k);
+            }
+            if (io.arena_home != ESPNN_NO_HOME) {
+                /* a homed io tensor (payload 2.4) runs at its home in the arena, as EspnnModel
+                 * binds it: the input's bytes are written there first */
+                if (dir == 0) {
+                    memcpy(model.arena + io.arena_home, buf, io.nbytes);
+                }
+                if (espnn_set_io(&model, (int)dir, k, NULL, io.nbytes) != ESPNN_OK) {
+                    fuzz_fail("set_io at the home", dir, k);
+                }
             }
         }
     }

@@ -1,6 +1,7 @@
 """Write the fuzz seed corpus: every payload of the golden suite, one file each, plus a few
 payloads that reach code the suite does not (softmax rows past ESP-NN's 511-entry limit, which
-run on the engine's own kernel, up to the 4095 maximum).
+run on the engine's own kernel, up to the 4095 maximum; a few golden payloads re-planned with
+their io tensors homed in the arena, format 2.4).
 
     python -m fuzz.make_corpus OUT_DIR [--seeds 0 1 ...]
 
@@ -17,11 +18,12 @@ from pathlib import Path
 
 
 def golden_payloads(seeds: Iterable[int] = (0,)) -> list[bytes]:
-    from devkit.payload_factory import all_cases, softmax_case
+    from devkit.payload_factory import all_cases, homed, softmax_case
 
     extra = [softmax_case("softmax_long_row", shape=(2, 700), logit_scale=0.5),
              softmax_case("softmax_max_row", shape=(1, 4095), logit_scale=0.05)]
-    return [*(c.payload for s in seeds for c in all_cases(s)), *(c.payload for c in extra)]
+    golden = [c.payload for s in seeds for c in all_cases(s)]
+    return [*golden, *(c.payload for c in extra), *(homed(d) for d in golden[::8])]
 
 
 def write_corpus(out: Path, payloads: Iterable[bytes]) -> list[Path]:

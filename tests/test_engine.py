@@ -109,6 +109,26 @@ def _assert_exact(variant: str, case: pf.Case, extra: tuple[str, ...] = ()) -> N
 # ----------------------------------------------------------------------- differential
 
 
+HOMED_CASES = [n for n in CASE_NAMES if n in ("conv_1x1", "conv_3x3_s2_odd", "add_both_broadcast", "upsample_x2")]
+
+
+@pytest.mark.parametrize("name", HOMED_CASES)
+def test_io_homes_bind_the_arena_and_give_the_same_outputs(name: str) -> None:
+    """Payload 2.4: io tensors planned in the arena.  Left unbound (espnn_set_io(NULL)), the
+    engine reads each input from its home and writes each output to its home; the input is
+    written there again before each run (its bytes are reused once consumed) and the results
+    are the reference's, run after run, under the 32-bit sanitizers."""
+    case = _cases()[name]
+    data = _homed(case.payload)
+    p = decode(data)
+    assert p.io_homes is not None and F.NO_HOME not in p.io_homes
+    assert p.arena_size >= decode(case.payload).arena_size
+    ref = run_delegate(data, case.inputs)
+    r = _run("asan32", data, case.inputs, len(ref), ("--homes", "--repeat", "2"))
+    assert r.returncode == 0, f"exit {r.returncode}\n{r.stderr[-3000:]}"
+    assert r.outputs == _bytes(ref)
+
+
 @pytest.mark.parametrize("name", CASE_NAMES)
 def test_engine_matches_reference(name: str) -> None:
     _assert_exact("host", _cases()[name])
@@ -310,6 +330,21 @@ def _softmax_row(width: int) -> bytes:
     return _encode_unchecked(p)
 
 
+_homed = pf.homed
+
+
+def _homes_at(data: bytes) -> int:
+    p = decode(data)
+    io_offset = int(struct.unpack_from("<I", data, 32)[0])
+    n = len(p.inputs) + len(p.outputs)
+    return io_offset + (2 * n + 3) // 4 * 4
+
+
+def _home_value(v: int) -> bytes:
+    data = _homed(_conv())
+    return _patch(data, _homes_at(data), "<I", v)
+
+
 InvalidCase = tuple[str, Callable[[], bytes], str, str]
 INVALID: list[InvalidCase] = [
     ("truncated_header", lambda: _conv()[:40], "ESPNN_ERR_TRUNCATED", "header"),
@@ -320,7 +355,10 @@ INVALID: list[InvalidCase] = [
     ("major_3", lambda: _patch(_conv(), 4, "<H", 3), "ESPNN_ERR_VERSION", "format_version"),
     ("minor_newer", lambda: _patch(_conv(), 6, "<H", F.FORMAT_MINOR + 1), "ESPNN_ERR_VERSION", "format_version"),
     ("unknown_target", lambda: _patch(_conv(), 11, "<B", 7), "ESPNN_ERR_INVALID", "target"),
-    ("flags", lambda: _patch(_conv(), 16, "<I", 1), "ESPNN_ERR_INVALID", "flags"),
+    ("flags", lambda: _patch(_conv(), 16, "<I", 2), "ESPNN_ERR_INVALID", "flags"),
+    ("io_homes_in_minor_3", lambda: _patch(_homed(_conv()), 6, "<H", 3), "ESPNN_ERR_INVALID", "flags"),
+    ("io_home_misaligned", lambda: _home_value(8), "ESPNN_ERR_INVALID", "io_homes"),
+    ("io_home_past_arena", lambda: _home_value(0x7FFF_FFF0), "ESPNN_ERR_INVALID", "io_homes"),
     ("zero_tensors", lambda: _patch(_conv(), 20, "<H", 0), "ESPNN_ERR_INVALID", "n_tensors"),
     ("too_many_tensors", lambda: _patch(_conv(), 20, "<H", 4097), "ESPNN_ERR_INVALID",
      "n_tensors"),

@@ -142,7 +142,7 @@ def test_roundtrip() -> None:
         (4, "<H", 3, "format_version"),
         (6, "<H", 9, "format_version"),
         (11, "<B", 99, "target"),
-        (16, "<I", 1, "flags"),
+        (16, "<I", 2, "flags"),
         (20, "<H", 0, "n_tensors"),
     ],
 )

@@ -1,4 +1,4 @@
-"""The delegate payload format, version 2.3: every constant, record layout and bound.
+"""The delegate payload format, version 2.4: every constant, record layout and bound.
 
 This module is the single source of the format that ``docs/payload-format.md`` describes in
 prose; the C engine's ``engine/include/espnn_format.h`` (constants, opcodes, parameter
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 MAGIC = b"ESNN"
 FORMAT_MAJOR = 2
-FORMAT_MINOR = 3  # 2.1: PRELU, UPSAMPLE_BILINEAR, TRANSPOSE_CONV2D, LAYER_NORM, BATCH_MATMUL, AVG_POOL2D_FLOAT; ADD's input multipliers may be negative; 2.2: io tensors may move unit dims (read/written in place); 2.3: DIV
+FORMAT_MINOR = 4  # 2.1: PRELU, UPSAMPLE_BILINEAR, TRANSPOSE_CONV2D, LAYER_NORM, BATCH_MATMUL, AVG_POOL2D_FLOAT; ADD's input multipliers may be negative; 2.2: io tensors may move unit dims (read/written in place); 2.3: DIV; 2.4: io homes in the arena (HEADER_FLAG_IO_HOMES)
 
 HEADER_SIZE = 64
 TENSOR_RECORD_SIZE = 24
@@ -38,6 +38,13 @@ MAX_TENSOR_BYTES = 0xFFFF_FFFF  # product(dims) x element size must fit a u32
 # magic, format major/minor, producer major/minor/patch, target, total_size, flags,
 # n_tensors, n_ops, n_inputs, n_outputs, tensors/io/ops offsets, ops_size, const offset/size,
 # arena_size, two reserved words (zero)
+# header flags (2.4).  IO_HOMES: an io-homes table of n_inputs + n_outputs u32 follows the io
+# table: each delegate input/output's byte offset in the arena (NO_HOME: none), where the
+# runtime places the tensor when the caller binds no buffer of its own, so the program's
+# inputs and outputs live in the arena, planned like activations (docs/payload-format.md).
+HEADER_FLAG_IO_HOMES = 0x01
+HEADER_FLAGS_KNOWN = HEADER_FLAG_IO_HOMES
+NO_HOME = 0xFFFF_FFFF
 HEADER_STRUCT = struct.Struct("<4sHHBBBBIIHHHHIIIIIIIII")
 assert HEADER_STRUCT.size == HEADER_SIZE, HEADER_STRUCT.size
 # dtype, rank, storage, flags, dims[4] (u16), offset, scale, zero_point.  No byte size: every
@@ -294,7 +301,7 @@ OP_SPECS: dict[Opcode, OpSpec] = {
 # asserts its structs against the ESPNN_STATE_*_BYTES generated from them.
 STATE_HEADER_BYTES = 40
 STATE_TENSOR_BYTES = 20
-STATE_IO_BYTES = 12
+STATE_IO_BYTES = 16
 STATE_OP_BYTES = 20
 
 # AVG_POOL2D divisor_mode values

@@ -62,4 +62,6 @@ class Payload:
     producer: tuple[int, int, int] = (0, 0, 0)
     format_major: int = FORMAT_MAJOR
     format_minor: int = FORMAT_MINOR
-    flags: int = 0
+    flags: int = 0  # header flags; HEADER_FLAG_IO_HOMES is set exactly when io_homes is not None
+    # the inputs' then the outputs' arena offsets (NO_HOME: none), or None: no io-homes table
+    io_homes: list[int] | None = None

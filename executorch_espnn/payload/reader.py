@@ -8,9 +8,12 @@ from typing import NamedTuple
 
 from .errors import PayloadError
 from .format import (
+    ARENA_ALIGN,
     CONST_ALIGN,
     FORMAT_MAJOR,
     FORMAT_MINOR,
+    HEADER_FLAG_IO_HOMES,
+    HEADER_FLAGS_KNOWN,
     HEADER_SIZE,
     HEADER_STRUCT,
     MAGIC,
@@ -21,6 +24,7 @@ from .format import (
     MAX_RANK,
     MAX_TENSOR_BYTES,
     MAX_TENSORS,
+    NO_HOME,
     NO_TENSOR,
     OP_HEADER_SIZE,
     OP_HEADER_STRUCT,
@@ -68,6 +72,7 @@ def decode(data: bytes | bytearray | memoryview, *, validate: bool = True) -> Pa
     h = _read_header(buf)
     tensors = [_read_tensor(buf, h, i) for i in range(h.n_tensors)]
     inputs, outputs = _read_io(buf, h, tensors)
+    homes = _read_homes(buf, h, tensors, inputs + outputs)
     ops: list[OpRec] = []
     pos = h.ops_off
     for i in range(h.n_ops):
@@ -76,7 +81,7 @@ def decode(data: bytes | bytearray | memoryview, *, validate: bool = True) -> Pa
     if pos != h.ops_end:
         raise PayloadError("ops_size", f"{h.ops_end - pos} bytes left after the last op")
     p = Payload(tensors, ops, inputs, outputs, buf[h.const_off:], h.arena, h.target, h.producer,
-                h.fmaj, h.fmin, h.flags)
+                h.fmaj, h.fmin, h.flags, homes)
     if validate:
         check_ops(p)
     return p
@@ -106,7 +111,8 @@ def _read_header(buf: bytes) -> _Header:
         raise PayloadError("target", f"unknown target {target}") from None
     if total != len(buf):
         raise PayloadError("total_size", f"header says {total} bytes, buffer has {len(buf)}")
-    if flags != 0 or res0 != 0 or res1 != 0:
+    if flags & ~HEADER_FLAGS_KNOWN or (flags and fmin < 4) or res0 != 0 or res1 != 0:
+        # (the io-homes flag is format 2.4's: a 2.3 payload that sets it is damaged)
         raise PayloadError("flags", "unknown flag or non-zero reserved word")
     for name, v, hi in (("n_tensors", n_t, MAX_TENSORS), ("n_ops", n_o, MAX_OPS),
                         ("n_inputs", n_in, MAX_IO), ("n_outputs", n_out, MAX_IO)):
@@ -116,8 +122,9 @@ def _read_header(buf: bytes) -> _Header:
         raise PayloadError("tensors_offset", f"{t_off}, expected {HEADER_SIZE}")
     if io_off != t_off + n_t * TENSOR_RECORD_SIZE:
         raise PayloadError("io_offset", f"{io_off}, expected {t_off + n_t * TENSOR_RECORD_SIZE}")
-    if ops_off != io_off + _align4(2 * (n_in + n_out)):
-        raise PayloadError("ops_offset", f"{ops_off}, expected {io_off + _align4(2 * (n_in + n_out))}")
+    want_ops = io_off + _align4(2 * (n_in + n_out)) + (4 * (n_in + n_out) if flags & HEADER_FLAG_IO_HOMES else 0)
+    if ops_off != want_ops:
+        raise PayloadError("ops_offset", f"{ops_off}, expected {want_ops}")
     ops_end = ops_off + ops_size
     if c_off % CONST_ALIGN or not ops_end <= c_off < ops_end + CONST_ALIGN:
         raise PayloadError("const_offset", f"{c_off} must be the first {CONST_ALIGN}-aligned offset after the ops")
@@ -190,6 +197,22 @@ def _read_io(buf: bytes, h: _Header, tensors: list[TensorRec]) -> tuple[list[int
                     "offset", f"io index {t.offset} is tensor {table[t.offset]}'s, not this tensor's", tensor=i
                 )
     return inputs, outputs
+
+
+def _read_homes(buf: bytes, h: _Header, tensors: list[TensorRec], io: list[int]) -> list[int] | None:
+    """The io-homes table (format 2.4, HEADER_FLAG_IO_HOMES), each home inside the arena and
+    aligned like an arena buffer; None when the payload has none."""
+    if not h.flags & HEADER_FLAG_IO_HOMES:
+        return None
+    homes = list(struct.unpack_from(f"<{len(io)}I", buf, h.io_off + _align4(2 * len(io))))
+    for k, (home, tid) in enumerate(zip(homes, io, strict=True)):
+        if home == NO_HOME:
+            continue
+        nbytes = tensors[tid].nbytes
+        if home % ARENA_ALIGN or home + nbytes > h.arena:
+            raise PayloadError("io_homes", f"entry {k}: arena range [{home}, {home + nbytes}) misaligned or "
+                               f"past arena {h.arena}", tensor=tid)
+    return homes
 
 
 def _read_op(buf: bytes, h: _Header, i: int, pos: int) -> tuple[OpRec, int]:

@@ -8,6 +8,7 @@ import struct
 from .errors import PayloadError
 from .format import (
     CONST_ALIGN,
+    HEADER_FLAG_IO_HOMES,
     HEADER_SIZE,
     HEADER_STRUCT,
     MAGIC,
@@ -55,6 +56,12 @@ def encode(p: Payload) -> bytes:
     io = list(p.inputs) + list(p.outputs)
     body += struct.pack(f"<{len(io)}H", *io)
     body += b"\0" * (_align(len(io) * 2, 4) - len(io) * 2)
+    flags = p.flags & ~HEADER_FLAG_IO_HOMES
+    if p.io_homes is not None:
+        if len(p.io_homes) != len(io):
+            raise PayloadError("io_homes", f"{len(p.io_homes)} entries for {len(io)} inputs and outputs")
+        flags |= HEADER_FLAG_IO_HOMES
+        body += struct.pack(f"<{len(io)}I", *p.io_homes)
     ops_off = HEADER_SIZE + len(body)
     ops = bytearray()
     for op in p.ops:
@@ -80,7 +87,7 @@ def encode(p: Payload) -> bytes:
     if total > MAX_PAYLOAD_BYTES:
         raise PayloadError("total_size", f"{total} bytes exceeds {MAX_PAYLOAD_BYTES}")
     header = HEADER_STRUCT.pack(
-        MAGIC, p.format_major, p.format_minor, *p.producer, int(p.target), total, p.flags,
+        MAGIC, p.format_major, p.format_minor, *p.producer, int(p.target), total, flags,
         len(p.tensors), len(p.ops), len(p.inputs), len(p.outputs),
         HEADER_SIZE, io_off, ops_off, len(ops), const_off, len(p.constants), p.arena_size, 0, 0,
     )

@@ -80,6 +80,9 @@ typedef struct espnn_io_info {
     uint32_t nbytes;
     float scale;
     int32_t zero_point;
+    /* where in the arena the tensor lives when no buffer is bound (format 2.4's io homes: the
+     * program's I/O planned in the arena like an activation), or ESPNN_NO_HOME */
+    uint32_t arena_home;
 } espnn_io_info_t;
 
 struct espnn_state;
@@ -116,7 +119,10 @@ espnn_status_t espnn_io_info(const espnn_model_t *model, int is_output, uint32_t
 
 /* Bind the buffer of delegate input/output `index`; nbytes must equal its io_info nbytes
  * (else ESPNN_ERR_IO) and a float32 buffer must be 4-byte aligned (else
- * ESPNN_ERR_ALIGNMENT).  Buffers must not overlap each other or the arena. */
+ * ESPNN_ERR_ALIGNMENT).  Buffers must not overlap each other or the arena.  data == NULL
+ * binds the tensor's arena home (io_info's arena_home; ESPNN_ERR_ARGUMENT without one), where
+ * espnn_init() binds it: an input is then written there before invoke and read back from
+ * nowhere after (its bytes are reused once consumed); an output is read there after invoke. */
 espnn_status_t espnn_set_io(espnn_model_t *model, int is_output, uint32_t index, void *data,
                             size_t nbytes);
 

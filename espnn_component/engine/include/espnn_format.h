@@ -3,7 +3,7 @@
  * and templates/engine/espnn_format.h.j2: do not edit; change those and regenerate
  * (tests/test_payload_format.py fails while this copy is stale).
  *
- * Delegate payload format 2.3: constants shared by the parser and the ops.
+ * Delegate payload format 2.4: constants shared by the parser and the ops.
  * docs/payload-format.md is the prose spec.
  */
 #ifndef ESPNN_FORMAT_H
@@ -14,7 +14,7 @@
 #define ESPNN_MAGIC_2 0x4E /* 'N' */
 #define ESPNN_MAGIC_3 0x4E /* 'N' */
 #define ESPNN_FORMAT_MAJOR 2
-#define ESPNN_FORMAT_MINOR 3
+#define ESPNN_FORMAT_MINOR 4
 
 #define ESPNN_HEADER_SIZE 64
 #define ESPNN_TENSOR_RECORD_SIZE 24
@@ -56,6 +56,10 @@
 #define ESPNN_STORAGE_INPUT 2
 #define ESPNN_STORAGE_OUTPUT 3
 
+/* header flags (2.4): HEADER_FLAG_IO_HOMES adds the io-homes table after the io table */
+#define ESPNN_HEADER_FLAG_IO_HOMES 0x01u
+#define ESPNN_HEADER_FLAGS_KNOWN 0x01u
+#define ESPNN_NO_HOME 0xFFFFFFFFu
 #define ESPNN_TENSOR_FLAG_NHWC 0x01
 #define ESPNN_TENSOR_FLAGS_KNOWN 0x01
 
@@ -87,7 +91,7 @@
 #define ESPNN_OP_AVG_POOL2D_FLOAT 28
 #define ESPNN_OP_COUNT 29 /* one past the last opcode */
 
-/* number of int32 parameter words per opcode (format 2.3) */
+/* number of int32 parameter words per opcode (format 2.4) */
 #define ESPNN_PARAMS_QUANTIZE 4
 #define ESPNN_PARAMS_DEQUANTIZE 4
 #define ESPNN_PARAMS_CONV2D 13
@@ -276,7 +280,7 @@
  * asserts it fills exactly (ESPNN_FAMILY_STATE); payload/state.py reads the same numbers */
 #define ESPNN_STATE_HEADER_BYTES 40u
 #define ESPNN_STATE_TENSOR_BYTES 20u
-#define ESPNN_STATE_IO_BYTES 12u
+#define ESPNN_STATE_IO_BYTES 16u
 #define ESPNN_STATE_OP_BYTES 20u
 #define ESPNN_STATE_BYTES_QUANTIZE 44u
 #define ESPNN_STATE_BYTES_DEQUANTIZE 44u

@@ -146,6 +146,7 @@ static void build_state(const uint8_t *buf, const espnn_hdr_t *h, const uint8_t 
         espnn_tensor_decode(buf, h, tid, &t);
         io[k].tensor = tid;
         io[k].reserved = 0;
+        io[k].home = h->homes_offset != 0 ? espnn_rd_u32(buf + h->homes_offset + 4 * k) : ESPNN_NO_HOME;
         io[k].scale = t.scale;
         io[k].zero_point = t.zero_point;
     }
@@ -211,6 +212,18 @@ espnn_status_t espnn_init(espnn_model_t *model, const void *payload, size_t len,
     model->arena = (uint8_t *)arena;
     model->state = (struct espnn_state *)state;
     model->info = info;
+    /* an io tensor with a home in the arena (format 2.4) is bound there until the caller
+     * binds a buffer of its own */
+    const espnn_io_rt_t *io = (const espnn_io_rt_t *)(const void *)((const uint8_t *)state +
+                                                                    model->state->io_at);
+    for (uint32_t k = 0; k < hdr.n_inputs + hdr.n_outputs; k++) {
+        void *home = io[k].home == ESPNN_NO_HOME ? NULL : model->arena + io[k].home;
+        if (k < hdr.n_inputs) {
+            model->inputs[k] = home;
+        } else {
+            model->outputs[k - hdr.n_inputs] = home;
+        }
+    }
     model->ready = 1;
     return ESPNN_OK;
 }
@@ -261,6 +274,7 @@ espnn_status_t espnn_io_info(const espnn_model_t *model, int is_output, uint32_t
     out->nbytes = t->nbytes;
     out->scale = io->scale;
     out->zero_point = io->zero_point;
+    out->arena_home = io->home;
     return ESPNN_OK;
 }
 
@@ -273,10 +287,18 @@ espnn_status_t espnn_set_io(espnn_model_t *model, int is_output, uint32_t index,
     if (!model->ready) {
         return ESPNN_ERR_STATE;
     }
-    if (!io_index_ok(model, is_output, index) || data == NULL) {
+    if (!io_index_ok(model, is_output, index)) {
         return ESPNN_ERR_ARGUMENT;
     }
-    const espnn_tensor_rt_t *t = &state_tensors(model)[state_io(model, is_output, index)->tensor];
+    const espnn_io_rt_t *io = state_io(model, is_output, index);
+    const espnn_tensor_rt_t *t = &state_tensors(model)[io->tensor];
+    if (data == NULL) {
+        /* NULL binds the tensor's home in the arena, where it has one */
+        if (io->home == ESPNN_NO_HOME) {
+            return ESPNN_ERR_ARGUMENT;
+        }
+        data = model->arena + io->home;
+    }
     if (nbytes != t->nbytes) {
         return ESPNN_ERR_IO;
     }

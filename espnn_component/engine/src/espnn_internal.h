@@ -31,6 +31,7 @@ typedef struct espnn_hdr {
     uint32_t n_tensors, n_ops, n_inputs, n_outputs;
     uint32_t tensors_offset, io_offset, ops_offset, ops_size, const_offset, const_size;
     uint32_t arena_size;
+    uint32_t homes_offset; /* the io-homes table (ESPNN_HEADER_FLAG_IO_HOMES), else 0 */
 } espnn_hdr_t;
 
 /* One tensor record, decoded (only ever produced for records that passed the checks). */
@@ -66,6 +67,7 @@ typedef struct espnn_io_rt {
     uint16_t reserved;
     float scale;
     int32_t zero_point;
+    uint32_t home; /* arena offset the io tensor lives at when no buffer is bound, or ESPNN_NO_HOME */
 } espnn_io_rt_t;
 
 typedef struct espnn_op_rt {

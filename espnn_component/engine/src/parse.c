@@ -82,7 +82,9 @@ static espnn_status_t parse_header(const uint8_t *b, size_t len, espnn_hdr_t *h,
                      ESPNN_MAX_PAYLOAD_BYTES);
     }
     h->flags = espnn_rd_u32(b + 16);
-    if (h->flags != 0 || espnn_rd_u32(b + 56) != 0 || espnn_rd_u32(b + 60) != 0) {
+    /* the io-homes flag is format 2.4's: a 2.3 payload that sets it is damaged */
+    if ((h->flags & ~(uint32_t)ESPNN_HEADER_FLAGS_KNOWN) != 0 || (h->flags != 0 && h->format_minor < 4) ||
+        espnn_rd_u32(b + 56) != 0 || espnn_rd_u32(b + 60) != 0) {
         return hfail(err, ESPNN_ERR_INVALID, "flags", h->flags, 0);
     }
     h->n_tensors = espnn_rd_u16(b + 20);
@@ -108,7 +110,11 @@ static espnn_status_t parse_header(const uint8_t *b, size_t len, espnn_hdr_t *h,
     h->arena_size = espnn_rd_u32(b + 52);
     /* counts are <= 4096 and <= 32 here: these sums cannot wrap */
     const uint32_t want_io = ESPNN_HEADER_SIZE + ESPNN_TENSOR_RECORD_SIZE * h->n_tensors;
-    const uint32_t want_ops = want_io + espnn_align_up(2u * (h->n_inputs + h->n_outputs), 4u);
+    const uint32_t n_io = h->n_inputs + h->n_outputs;
+    const uint32_t homes = want_io + espnn_align_up(2u * n_io, 4u);
+    const bool has_homes = (h->flags & ESPNN_HEADER_FLAG_IO_HOMES) != 0;
+    const uint32_t want_ops = homes + (has_homes ? 4u * n_io : 0u);
+    h->homes_offset = has_homes ? homes : 0u;
     if (h->tensors_offset != ESPNN_HEADER_SIZE) {
         return hfail(err, ESPNN_ERR_INVALID, "tensors_offset", h->tensors_offset,
                      ESPNN_HEADER_SIZE);
@@ -238,6 +244,22 @@ static espnn_status_t check_io(const uint8_t *b, const espnn_hdr_t *h, espnn_err
             if (!ok) {
                 return espnn_fail(err, ESPNN_ERR_INVALID, dir == 0 ? "inputs" : "outputs", -1,
                                   -1, (int32_t)tid, k, n);
+            }
+        }
+    }
+    /* Each io home (format 2.4) lies inside the arena, aligned like any arena buffer. */
+    if (h->homes_offset != 0) {
+        for (uint32_t k = 0; k < h->n_inputs + h->n_outputs; k++) {
+            const uint32_t home = espnn_rd_u32(b + h->homes_offset + 4 * k);
+            if (home == ESPNN_NO_HOME) {
+                continue;
+            }
+            const uint32_t tid = espnn_rd_u16(b + h->io_offset + 2 * k); /* < n_tensors, checked */
+            espnn_tview_t t;
+            espnn_tensor_decode(b, h, tid, &t);
+            if (home % ESPNN_ARENA_ALIGN != 0 || (uint64_t)home + t.nbytes > h->arena_size) {
+                return espnn_fail(err, ESPNN_ERR_INVALID, "io_homes", -1, -1, (int32_t)tid, home,
+                                  h->arena_size);
             }
         }
     }

@@ -1,7 +1,7 @@
 /*
  * espnn_run: run a delegate payload on the host engine (a test and debugging tool).
  *
- *   espnn_run [-o PREFIX] [--copy-consts] [--misalign N] [--repeat N] [--zero-inputs]
+ *   espnn_run [-o PREFIX] [--copy-consts] [--misalign N] [--repeat N] [--zero-inputs] [--homes]
  *             PAYLOAD [INPUT.bin ...]
  *       reads each input as raw bytes (io order; --zero-inputs: all zero bytes instead),
  *       invokes, writes output k to PREFIX<k>.bin
@@ -25,7 +25,7 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: espnn_run [-o PREFIX] [--copy-consts] [--misalign N] [--repeat N] "
-            "[--zero-inputs] PAYLOAD [INPUT.bin ...]\n"
+            "[--zero-inputs] [--homes] PAYLOAD [INPUT.bin ...]\n"
             "       espnn_run --inspect PAYLOAD\n"
             "       espnn_run --check FILE...\n");
 }
@@ -128,7 +128,8 @@ static int inspect(const char *path)
 int main(int argc, char **argv)
 {
     const char *prefix = "out";
-    int copy_consts = 0, repeat = 1, zero_inputs = 0;
+    int copy_consts = 0, repeat = 1, zero_inputs = 0, homes = 0;
+    const uint8_t *in_data[ESPNN_MAX_IO] = {0};
     size_t misalign = 0;
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
@@ -138,6 +139,9 @@ int main(int argc, char **argv)
             return check_files(argc - i - 1, argv + i + 1);
         } else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
             prefix = argv[++i];
+        } else if (strcmp(argv[i], "--homes") == 0) {
+            homes = 1; /* io with an arena home (payload 2.4) stay bound there: the caller writes
+                        * inputs into the arena before each invoke and reads outputs from it */
         } else if (strcmp(argv[i], "--zero-inputs") == 0) {
             zero_inputs = 1;
         } else if (strcmp(argv[i], "--copy-consts") == 0) {
@@ -220,7 +224,15 @@ int main(int argc, char **argv)
                 goto done;
             }
         }
-        espnn_status_t st = espnn_set_io(&model, 0, k, data, n);
+        const int home = homes && io.arena_home != ESPNN_NO_HOME;
+        if (home && n != io.nbytes) {
+            fprintf(stderr, "espnn_run: input %" PRIu32 ": file has %zu bytes, model wants %" PRIu32 "\n", k, n,
+                    io.nbytes);
+            rc = 3;
+            goto done;
+        }
+        in_data[k] = data;
+        espnn_status_t st = espnn_set_io(&model, 0, k, home ? NULL : data, n);
         if (st != ESPNN_OK) {
             fprintf(stderr,
                     "espnn_run: input %" PRIu32 ": %s (file has %zu bytes, model wants %" PRIu32 ")\n",
@@ -238,9 +250,17 @@ int main(int argc, char **argv)
             goto done;
         }
         memset(blocks[ESPNN_MAX_IO + k], 0x5A, io.nbytes);
-        espnn_set_io(&model, 1, k, blocks[ESPNN_MAX_IO + k], io.nbytes);
+        const int home = homes && io.arena_home != ESPNN_NO_HOME;
+        espnn_set_io(&model, 1, k, home ? NULL : blocks[ESPNN_MAX_IO + k], io.nbytes);
     }
     for (int r = 0; r < repeat; r++) {
+        for (uint32_t k = 0; homes && k < info.n_inputs; k++) {
+            espnn_io_info_t io;
+            espnn_io_info(&model, 0, k, &io);
+            if (io.arena_home != ESPNN_NO_HOME) { /* its bytes were reused by the last run */
+                memcpy((uint8_t *)arena + io.arena_home, in_data[k], io.nbytes);
+            }
+        }
         if (espnn_invoke(&model, &err) != ESPNN_OK) {
             print_error("invoke", &err);
             rc = 3;
@@ -250,6 +270,9 @@ int main(int argc, char **argv)
     for (uint32_t k = 0; k < info.n_outputs; k++) {
         espnn_io_info_t io;
         espnn_io_info(&model, 1, k, &io);
+        if (homes && io.arena_home != ESPNN_NO_HOME) {
+            memcpy(blocks[ESPNN_MAX_IO + k], (uint8_t *)arena + io.arena_home, io.nbytes);
+        }
         char path[4096];
         snprintf(path, sizeof path, "%s%" PRIu32 ".bin", prefix, k);
         FILE *f = fopen(path, "wb");
