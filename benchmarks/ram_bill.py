@@ -12,6 +12,7 @@ docs/memory.md explains the figures; docs/benchmarks.md has the table.
     .venv/bin/python benchmarks/ram_bill.py                      # zoo + the 3x3 stack
     .venv/bin/python benchmarks/ram_bill.py --models ds_cnn_kws,stack3x3_256_12 --targets esp32
     .venv/bin/python benchmarks/ram_bill.py --io int8 --targets esp32,esp32s3,esp32s3:ram   # + RAM-first kernels
+    .venv/bin/python benchmarks/ram_bill.py --io int8 --no-io-arena   # I/O in ExecuTorch's planned memory
     EXECUTORCH_ESPNN_SKIP_VERSION_CHECK=1 /work/venv-arch/bin/python benchmarks/ram_bill.py \\
         --checkout /path/to/checkout                             # + torchvision's ResNet-18 and LR-ASPP
 
@@ -129,7 +130,7 @@ class Row:
 
 
 def bill(model: Any, example: tuple[Any, ...], calibration: list[tuple[Any, ...]], target: str,
-         io: str | None = None, optimize: str = "speed") -> dict[str, Any]:
+         io: str | None = None, optimize: str = "speed", io_arena: bool = True) -> dict[str, Any]:
     """Lower for ``target`` and return the measured RAM bill (report.json's ``ram`` completed
     with ``host.measure``'s pools)."""
     import executorch_espnn as ee
@@ -137,19 +138,20 @@ def bill(model: Any, example: tuple[Any, ...], calibration: list[tuple[Any, ...]
     from executorch_espnn.report.ram import with_measured
 
     kwargs: dict[str, Any] = {} if io is None else {"io": io}
-    lm = ee.lower(model, example, calibration=calibration, target=target, optimize=optimize, **kwargs)
+    lm = ee.lower(model, example, calibration=calibration, target=target, optimize=optimize, io_arena=io_arena,
+                  **kwargs)
     ram = lm.report.to_dict()["ram"]
     return with_measured(ram, host.measure(lm.pte).header_sizes())
 
 
-def measure(m: RamModel, target: str, io: str | None) -> Row:
+def measure(m: RamModel, target: str, io: str | None, io_arena: bool = True) -> Row:
     """``target`` is a chip, or ``chip:ram`` for ``lower(..., optimize="ram")``."""
     row = Row(m.key, m.title, target)
     t0 = time.perf_counter()
     chip, _, optimize = target.partition(":")
     try:
         model, ex, calib = m.make()
-        b = bill(model, ex, calib, chip, io, optimize or "speed")
+        b = bill(model, ex, calib, chip, io, optimize or "speed", io_arena)
         bd = b["bound"]
         row.whole_bytes, row.bound_bytes, row.ratio = b["total_bytes"], bd["bytes"], b["ratio"]
         row.arena_bytes, row.arena_ratio = b["arena_bytes"], b["arena_ratio"]
@@ -188,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--targets", default=",".join(TARGETS),
                     help="comma-separated chips; chip:ram lowers with optimize=\"ram\" (e.g. esp32s3:ram)")
     ap.add_argument("--io", choices=("float", "int8"), default=None, help="the lowering's io= (default: its own)")
+    ap.add_argument("--no-io-arena", dest="io_arena", action="store_false",
+                    help="lower with io_arena=False: the program's I/O in ExecuTorch's planned memory (the "
+                         "layout before the I/O moved into the arena)")
     ap.add_argument("--checkout", type=Path, default=None, help="use the executorch_espnn of this checkout")
     ap.add_argument("--json", type=Path, default=None, help="write the rows here")
     args = ap.parse_args(argv)
@@ -216,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     for m in chosen:
         for target in [t for t in args.targets.split(",") if t]:
             print(f"  {m.title} for {target} ...", end="", flush=True)
-            r = measure(m, target, args.io)
+            r = measure(m, target, args.io, args.io_arena)
             print(f" {r.error or f'{r.whole_bytes:,} B, bound {r.bound_bytes:,} B'} ({r.seconds:.0f} s)", flush=True)
             rows.append(r)
     print()

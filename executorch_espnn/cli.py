@@ -3,6 +3,7 @@
 
     build MODEL --out DIR [--target esp32s3] [--strict] [--calibration data.npz]
           [--validation val.npz] [--selftest N] [--io float|int8] [--optimize speed|ram] [--profile]
+          [--no-io-arena]
         lowers a .py/.pt2 model (or takes a ready .pte) and writes DIR/model.pte,
         DIR/report.json, DIR/report.txt, DIR/report.html (the same report as one self-contained
         page) and DIR/selected_operators.yaml (and, with --selftest N, DIR/selftest.npz: N inputs
@@ -89,6 +90,9 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--profile", action="store_true",
                    help="a profiling build: write the layer table EspnnModel::profile() prints against "
                         f"({PROFILE_FILE}, report.json's profile)")
+    b.add_argument("--no-io-arena", dest="io_arena", action="store_false",
+                   help="keep the program's inputs and outputs in ExecuTorch's planned memory instead of "
+                        "the delegate arena (for models sharing one arena, or loaded from a partition)")
     b.add_argument("--verbose", action="store_true", help="show tracebacks on errors")
     b.add_argument("--quiet", action="store_true", help="print only errors")
 
@@ -231,7 +235,8 @@ def _build(args: argparse.Namespace, out: TextIO) -> int:
         assert src.model is not None
         lowered = lower(src.model, src.example_inputs, src.calibration, target=target,
                         strict=args.strict, progress=say, selftest=args.selftest,
-                        validation=src.validation, io=io, optimize=optimize, profile=args.profile)
+                        validation=src.validation, io=io, optimize=optimize, profile=args.profile,
+                        io_arena=args.io_arena)
         report, pte, selftest, table = lowered.report, lowered.pte, lowered.selftest, lowered.profile
     written = _write_outputs(args.out, pte, json.dumps(report.to_dict(), indent=2) + "\n", str(report),
                              report.html())

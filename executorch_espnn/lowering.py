@@ -158,6 +158,7 @@ def lower(
     io: str = "float",
     optimize: str = "speed",
     profile: bool = False,
+    io_arena: bool = True,
 ) -> LoweredModel:
     """Lower ``model`` for ``target`` and return the program, its report and stage timings.
 
@@ -195,6 +196,13 @@ def lower(
     report's ``profile``): each delegated op with the report's layer name and source location,
     and the CPU operators between the delegates, for ``EspnnModel::profile()``.  The program's
     bytes are the same with and without it: profiling is the firmware's compile-time switch.
+
+    ``io_arena=True`` (the default) places the program's inputs and outputs in the delegate
+    arena when every input is read by the first delegate call only and every output comes from
+    the last one: planned like activations, an input's bytes are reused once it is consumed, and
+    ExecuTorch plans no memory for them (executorch_espnn.io_arena).  ``False`` keeps them in
+    ExecuTorch's planned memory (what several models sharing one arena, and models loaded from
+    a partition, need: their I/O must outlive the other models' runs).
     """
     from .kernel_choice import check_optimize
     from .program_io import check_io
@@ -241,7 +249,7 @@ def lower(
         selftest_io = _selftest_reference(edge.exported_program(), qep, samples, input_names, stages.say,
                                           int8_inputs=io_kind == "int8")
 
-    pte = _to_executorch_stage(stages, edge)
+    pte = _to_executorch_stage(stages, edge, io_arena)
     timings = StageTimings(**stages.times)
     report = build_report(
         pte,
@@ -382,7 +390,7 @@ def _accuracy(stages: _Stages, val: ValidationData, float_program: ExportedProgr
     return accuracy
 
 
-def _to_executorch_stage(stages: _Stages, edge: EdgeProgramManager) -> bytes:
+def _to_executorch_stage(stages: _Stages, edge: EdgeProgramManager, io_arena: bool) -> bytes:
     """4. The .pte bytes."""
     # quantize/dequantize left on the CPU need their out variants registered (the AOT
     # library of ExecuTorch's quantized kernels)
@@ -390,7 +398,15 @@ def _to_executorch_stage(stages: _Stages, edge: EdgeProgramManager) -> bytes:
 
     with stages.run(4, "to_executorch"):
         try:
-            return bytes(edge.to_executorch().buffer)
+            if not io_arena:
+                return bytes(edge.to_executorch().buffer)
+            from executorch.exir import ExecutorchBackendConfig
+
+            from .io_arena import place
+
+            placed = place(edge)
+            config = ExecutorchBackendConfig(memory_planning_pass=placed.memory_planning())
+            return bytes(edge.to_executorch(config).buffer)
         except Exception as exc:
             raise LoweringError(f"to_executorch failed: {_first_line(exc)}") from exc
 

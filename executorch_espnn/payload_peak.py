@@ -1,7 +1,9 @@
 """Where one delegate payload's arena need peaks: live activations plus the running kernel's scratch.
 
 Computed from the payload's tensors and op order alone, never from the arena planner's offsets:
-at each op, the arena tensors written by an op at or before it and read at or after it are live;
+at each op, the arena tensors written by an op at or before it and read at or after it are live
+(a delegate input or output with an io home in the arena, format 2.4, counts like one: an input
+from the start to its last reader, an output from its writer to the end);
 an op the format lets run in place (``OpSpec.in_place_slots``) whose input there dies at that op
 with the output's size counts that pair once; the running kernel's scratch comes from
 ``executorch_espnn.scratch`` for the op's operands.  It sits below both the report
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .payload import Opcode, Payload, Storage
-from .payload.format import OP_SPECS
+from .payload.format import NO_HOME, OP_SPECS
 from .scratch import ConvGeometry, conv_scratch, depthwise_scratch, softmax_scratch
 
 
@@ -66,11 +68,12 @@ class LiveTensor:
     dtype: str
     shape: tuple[int, ...]
     nbytes: int
-    written_by: int  # op index
+    written_by: int  # op index (-1: a delegate input, written before the first op)
     opcode: str  # of that op
 
     def label(self) -> str:
-        return f"t{self.tensor} {self.dtype}{list(self.shape)} (op {self.written_by} {self.opcode})"
+        by = "program input" if self.written_by < 0 else f"op {self.written_by} {self.opcode}"
+        return f"t{self.tensor} {self.dtype}{list(self.shape)} ({by})"
 
 
 @dataclass(frozen=True)
@@ -110,15 +113,26 @@ class PartitionPeak:
 def partition_peak(index: int, p: Payload) -> PartitionPeak:
     """The peak over ``p``'s ops of live arena bytes plus the running kernel's scratch (see the
     module's docstring for what counts)."""
+    homed = _homed(p)
+
+    def in_arena(tid: int) -> bool:
+        return p.tensors[tid].storage == Storage.ARENA or tid in homed
+
     first: dict[int, int] = {}
     last: dict[int, int] = {}
+    for h in homed:
+        if p.tensors[h].storage == Storage.INPUT:
+            first[h] = last[h] = -1  # live before the first op, until its last reader
     for i, op in enumerate(p.ops):
-        if p.tensors[op.output].storage == Storage.ARENA:
+        if in_arena(op.output):
             first.setdefault(op.output, i)
             last[op.output] = max(last.get(op.output, i), i)
         for tid in op.inputs:
-            if tid is not None and p.tensors[tid].storage == Storage.ARENA:
+            if tid is not None and in_arena(tid):
                 last[tid] = max(last.get(tid, i), i)
+    for h in homed:
+        if p.tensors[h].storage == Storage.OUTPUT and h in first:
+            last[h] = len(p.ops) - 1  # read by the caller after the last op
     best: PartitionPeak | None = None
     for i, op in enumerate(p.ops):
         live = [tid for tid, f in first.items() if f <= i <= last[tid]]
@@ -131,8 +145,15 @@ def partition_peak(index: int, p: Payload) -> PartitionPeak:
             ordered = sorted(live, key=lambda t: (-p.tensors[t].nbytes, t))
             best = PartitionPeak(index, i, op.opcode.name, acts, scratch, tuple(
                 LiveTensor(t, p.tensors[t].dtype.numpy_name, tuple(p.tensors[t].dims), p.tensors[t].nbytes,
-                           first[t], p.ops[first[t]].opcode.name) for t in ordered))
+                           first[t], p.ops[first[t]].opcode.name if first[t] >= 0 else "-") for t in ordered))
     return best if best is not None else PartitionPeak(index, -1, "-", 0, 0, ())
+
+
+def _homed(p: Payload) -> set[int]:
+    """The delegate input/output tensors with an io home in the arena."""
+    if p.io_homes is None:
+        return set()
+    return {tid for tid, home in zip(p.inputs + p.outputs, p.io_homes, strict=True) if home != NO_HOME}
 
 
 def _in_place_input(p: Payload, i: int, last: dict[int, int]) -> int | None:

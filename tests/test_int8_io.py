@@ -21,6 +21,7 @@ import executorch_espnn as ee
 from executorch_espnn.errors import LoweringError, OptionValueError
 from executorch_espnn.lowering import LoweredModel
 from executorch_espnn.payload import Storage, decode
+from executorch_espnn.payload.format import NO_HOME
 from executorch_espnn.pte import delegate_payloads, read_program
 
 
@@ -121,22 +122,37 @@ def test_layout_decides_in_place_or_one_transposing_copy(pairs: dict[str, Pair])
         assert pair.int8_route.inputs[0].layout == ("NCHW" if n.startswith("conv") else "contiguous")
 
 
-def test_planned_memory_drops_by_the_io_bytes(pairs: dict[str, Pair]) -> None:
-    """ExecuTorch's plan of these programs holds only their I/O (each tensor 16-byte aligned by
-    its memory planner): int8 I/O plans a quarter of the float bytes.  The program's own
-    numbers: its planned buffers and its I/O tensor declarations."""
+def test_the_program_io_lives_in_the_arena_and_executorch_plans_none(pairs: dict[str, Pair]) -> None:
+    """The default (io_arena): each program input and output has a home in the one delegate's
+    arena (payload 2.4) and ExecuTorch plans no memory for it."""
+    for p in pairs.values():
+        for route in (p.float_route, p.int8_route):
+            assert sum(read_program(route.pte).planned_buffers) == 0 == route.report.planned_bytes, p.name
+            (payload,) = _io_storage(route)
+            assert payload.io_homes is not None and NO_HOME not in payload.io_homes, p.name
+            for tid, home in zip(payload.inputs + payload.outputs, payload.io_homes, strict=True):
+                assert home + payload.tensors[tid].nbytes <= payload.arena_size
+
+
+def test_planned_memory_drops_by_the_io_bytes() -> None:
+    """io_arena=False: ExecuTorch's plan of these programs holds only their I/O (each tensor
+    16-byte aligned by its memory planner): int8 I/O plans a quarter of the float bytes.  The
+    program's own numbers: its planned buffers and its I/O tensor declarations."""
     def aligned(n: int) -> int:
         return (n + 15) // 16 * 16
 
-    for p in pairs.values():
-        info_f, info_i = read_program(p.float_route.pte), read_program(p.int8_route.pte)
-        io_f = sum(aligned(d.numel * 4) for d in info_f.inputs + info_f.outputs)
-        io_i = sum(aligned(d.numel) for d in info_i.inputs + info_i.outputs)
-        assert [d.dtype for d in info_i.inputs + info_i.outputs] == ["int8"] * 2
-        planned_f, planned_i = sum(info_f.planned_buffers), sum(info_i.planned_buffers)
-        assert (p.float_route.report.planned_bytes, p.int8_route.report.planned_bytes) == (planned_f, planned_i)
-        assert (planned_f, planned_i) == (io_f, io_i), p.name
-        assert planned_f - planned_i == io_f - io_i > 0
+    model, shape = _tiny_models()["mlp"]
+    cal = [(torch.randn(shape, generator=torch.Generator().manual_seed(5)),)]
+    f, i = (ee.lower(model.eval(), cal[0], calibration=cal, io=io, io_arena=False) for io in ("float", "int8"))
+    info_f, info_i = read_program(f.pte), read_program(i.pte)
+    io_f = sum(aligned(d.numel * 4) for d in info_f.inputs + info_f.outputs)
+    io_i = sum(aligned(d.numel) for d in info_i.inputs + info_i.outputs)
+    assert [d.dtype for d in info_i.inputs + info_i.outputs] == ["int8"] * 2
+    planned_f, planned_i = sum(info_f.planned_buffers), sum(info_i.planned_buffers)
+    assert (f.report.planned_bytes, i.report.planned_bytes) == (planned_f, planned_i)
+    assert (planned_f, planned_i) == (io_f, io_i)
+    assert planned_f - planned_i == io_f - io_i > 0
+    assert all(decode(d).io_homes is None for d in delegate_payloads(f.pte) + delegate_payloads(i.pte))
 
 
 def test_report_text_states_int8_program_io(pairs: dict[str, Pair]) -> None:

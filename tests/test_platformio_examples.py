@@ -203,7 +203,11 @@ def test_header_pool_sizes_are_the_measured_ones(hello: Built) -> None:
     header = (hello.out / "espnn_model" / "model_pte.h").read_text()
     for name, value in want.items():
         assert f"#define ESPNN_MODEL_{name.upper()} {value}u" in header, name
-    assert want["method_allocator_bytes"] > 0 and want["planned_bytes"] > 0
+    assert want["method_allocator_bytes"] > 0 and want["arena_bytes"] > 0
+    # hello_world's one delegate reads the program input and writes its output: both live in its
+    # arena (io_arena), ExecuTorch plans nothing, and the header says where they are
+    assert want["planned_bytes"] == 0
+    assert header.count("(in the delegate arena, ExecuTorch plans no memory for it)") == 2
 
 
 # --- the no-op rebuild ------------------------------------------------------------------------

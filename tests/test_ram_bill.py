@@ -24,6 +24,7 @@ from devkit.payload_factory import (
     mobilenet_v2_graph,
 )
 from executorch_espnn.payload import Payload, Storage, Target, decode
+from executorch_espnn.payload.format import NO_HOME
 from executorch_espnn.payload_peak import op_scratch, partition_peak
 from executorch_espnn.report import LoweringReport, TensorSpec, analyse_payload
 from executorch_espnn.report.ram import HeldIO, held_io, io_view_bytes, with_measured
@@ -40,28 +41,31 @@ def _simulated_peak(p: Payload, scratch: list[int]) -> tuple[int, int]:
     """(peak bytes, op) of a reference-counting allocator that runs the op list: before op i
     its output is allocated (or, for ADD/MUL/LUT/RESHAPE, takes over an input of its byte size
     whose last reader is op i, as the format allows), the bytes held plus op i's scratch are
-    recorded, then every input whose readers are all done is freed."""
+    recorded, then every input whose readers are all done is freed.  A delegate input with an
+    io home (payload 2.4) is held from the start, an output with one from its writer to the end."""
+    homes = {t for t, h in zip(p.inputs + p.outputs, p.io_homes or [], strict=False) if h != NO_HOME}
     readers: dict[int, int] = {}
     for op in p.ops:
         for t in set(op.inputs):
-            if t is not None and p.tensors[t].storage == Storage.ARENA:
+            if t is not None and (p.tensors[t].storage == Storage.ARENA or t in homes):
                 readers[t] = readers.get(t, 0) + 1
-    held: dict[int, int] = {}  # tensor -> its bytes
+    held: dict[int, int] = {t: p.tensors[t].nbytes for t in homes if p.tensors[t].storage == Storage.INPUT}
     slots = {Opcode.ADD: (0, 1), Opcode.MUL: (0, 1), Opcode.LUT: (0,), Opcode.RESHAPE: (0,)}
     peak, at = 0, -1
     for i, op in enumerate(p.ops):
         out = p.tensors[op.output]
-        if out.storage == Storage.ARENA:
+        if out.storage == Storage.ARENA or op.output in homes:
             shared = None
             for s in slots.get(op.opcode, ()):
                 t = op.inputs[s]
-                if (t is not None and t in held and readers[t] == 1 and op.inputs.count(t) == 1
+                if (t is not None and t in held and p.tensors[t].storage == Storage.ARENA and readers[t] == 1
+                        and op.inputs.count(t) == 1
                         and p.tensors[t].nbytes == out.nbytes
                         and (op.opcode == Opcode.RESHAPE or p.tensors[t].dims == out.dims)):
                     shared = t
                     break
             # an in-place output takes over its input's bytes; any other gets its own
-            held[op.output] = held.pop(shared) if shared is not None else out.nbytes
+            held[op.output] = held.pop(shared) if shared is not None and out.storage == Storage.ARENA else out.nbytes
         now = sum(held.values()) + scratch[i]
         if now > peak:
             peak, at = now, i
@@ -70,7 +74,7 @@ def _simulated_peak(p: Payload, scratch: list[int]) -> tuple[int, int]:
                 readers[t] -= 1
                 if readers[t] == 0:
                     held.pop(t, None)
-        if op.output in held and readers.get(op.output, 0) == 0:
+        if op.output in held and readers.get(op.output, 0) == 0 and op.output not in homes:
             held.pop(op.output)  # written, never read
     return peak, at
 
@@ -263,11 +267,13 @@ def test_bill_equals_the_header_and_scratch_matches_the_lowering() -> None:
     ram = with_measured(lm.report.to_dict()["ram"], sizes)
     assert ram["total_bytes"] == sum(sizes.values()) == ram_needed(model_info_from({"sizes": sizes}))
     assert ram["bound"]["bytes"] <= ram["total_bytes"] and ram["arena_ratio"] >= 1.0
-    # one delegate reads the float 1x1x49x10 input and writes the float 1x12 output
-    assert ram["bound"]["io_bytes"] == 49 * 10 * 4 + 12 * 4
-    assert ram["bound"]["io_held"] == "delegate 0's inputs and outputs"
+    # one delegate reads the float 1x1x49x10 input and writes the float 1x12 output, both in its
+    # arena (io_arena): ExecuTorch plans nothing, the bound's I/O is in its activation part
+    assert ram["planned_bytes"] == 0 and ram["bound"]["io_bytes"] == 0
     for data in delegate_payloads(lm.pte):
         p = decode(data)
+        assert p.io_homes is not None and NO_HOME not in p.io_homes
+        assert partition_peak(0, p).bytes == _simulated_peak(p, [op.scratch_size for op in p.ops])[0]
         # the bound's scratch, from the payload's operands, is what the lowering reserved from
         # the model's shapes
         assert [op_scratch(p, i) for i in range(len(p.ops))] == [op.scratch_size for op in p.ops]

@@ -202,3 +202,36 @@ def test_runner_mobilenet_v2(build_dir: Path, tmp_path: Path) -> None:
     latency = re.search(r"^latency_us (\d+)$", proc.stdout, re.M)
     print(f"\nmobilenet_v2_0.35_96 on espnn_runner: top-5 {top5.tolist()} "
           f"logits {got[0][top5].round(4).tolist()}, {latency.group(1) if latency else '?'} us/invoke")
+
+
+def test_program_io_in_the_arena_through_espnn_model(build_dir: Path, tmp_path: Path) -> None:
+    """A lowered program whose input and output live in the delegate arena (io_arena, the
+    default): EspnnModel binds them there and the outputs equal host.run's; on a shared arena it
+    gives them buffers of its own, with the same outputs; and a sketch that writes its input only
+    once gets a wrong second result, because the arena reused the input's bytes (the misuse
+    docs/runtime.md warns about)."""
+    import torch
+
+    from executorch_espnn import lower
+    from executorch_espnn.io_arena import program_homes
+    from executorch_espnn.pte import read_program
+
+    torch.manual_seed(4)
+    model = torch.nn.Sequential(torch.nn.Conv2d(8, 16, 3, padding=1), torch.nn.ReLU(),
+                                torch.nn.Conv2d(16, 16, 3, padding=1), torch.nn.ReLU(),
+                                torch.nn.Conv2d(16, 4, 1)).eval()
+    cal = [(torch.randn(1, 8, 16, 16),) for _ in range(4)]
+    pte = lower(model, cal[0], calibration=cal, target="esp32").pte
+    info = read_program(pte)
+    ins, outs = program_homes(info)
+    assert sum(info.planned_buffers) == 0 and None not in ins + outs
+    exe = _build_runner(build_dir, _render(pte, tmp_path / "gen"))
+    x = _xorshift_inputs((1, 8, 16, 16), "float32", 9, 0)
+    (want,) = host.run(pte, [x])
+    for extra in ((), ("--shared-arena",)):
+        proc = _run(exe, "--seed", "9", "--repeat", "2", *extra)
+        assert proc.returncode == 0, proc.stderr
+        np.testing.assert_array_equal(_parse(proc.stdout)[0], want)
+    proc = _run(exe, "--seed", "9", "--repeat", "2", "--write-once")
+    assert proc.returncode == 0, proc.stderr
+    assert not np.array_equal(_parse(proc.stdout)[0], want)

@@ -133,7 +133,7 @@ def _setup(env: Any) -> None:
         return
     _add_source_trees(env, platform, runtime)
     step_out = Path(env.subst("$BUILD_DIR")) / model_step.OUT_SUBDIR
-    built = _lower_models(env, models, storage, step_out, platform_dir)
+    built = _lower_models(env, models, storage, step_out, platform_dir, shared)
     _report_models(env, platform, built, kconf, shared)
     if runtime == "source":
         _select_kernels(env, step_out, platform_dir, built)
@@ -181,13 +181,13 @@ def _add_source_trees(env: Any, platform: Any, runtime: str) -> None:
 
 
 def _lower_models(env: Any, models: list[options.ModelOptions], storage: options.StorageOptions,
-                  step_out: Path, platform_dir: Path) -> Built:
+                  step_out: Path, platform_dir: Path, shared: bool) -> Built:
     """Each model its own lowering, cache and generated files."""
     built: Built = []
     for opts in models:
         paths = model_step.paths_for(step_out, opts)
         try:
-            ran = model_step.run(opts, paths, env.subst("$PYTHONEXE"), platform_dir, storage)
+            ran = model_step.run(opts, paths, env.subst("$PYTHONEXE"), platform_dir, storage, shared)
             info = model_step.load_info(paths)
         except model_step.StepError as exc:
             raise _Stop(str(exc)) from exc

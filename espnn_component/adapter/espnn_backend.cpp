@@ -323,8 +323,10 @@ bool check_argument(const Delegate &d, const et::EValue *value, int is_output, u
         return false;
     }
     void *ptr = t.mutable_data_ptr();
-    if (ptr == nullptr && io.nbytes != 0) {
-        report_error("execute: delegate %s %" PRIu32 " has no data pointer", role, index);
+    if (ptr == nullptr && io.nbytes != 0 && io.arena_home == ESPNN_NO_HOME) {
+        report_error("execute: delegate %s %" PRIu32 " has no data pointer (a program input or output ExecuTorch "
+                     "did not plan: bind it with Method::set_input / set_output_data_ptr)",
+                     role, index);
         return false;
     }
     *data = ptr;
@@ -481,6 +483,13 @@ class EspNNDelegateBackend final : public et::BackendInterface {
             if (espnn_set_io(&d->model, is_output, index, ptrs[k], sizes[k]) != ESPNN_OK) {
                 report_error("execute: the engine refused %s %" PRIu32, is_output ? "output" : "input", index);
                 return et::Error::InvalidArgument;
+            }
+            if (ptrs[k] == nullptr && is_output) {
+                /* an unbound program output with a home in the arena (payload 2.4): the engine
+                 * writes it there, and the program's tensor shows those bytes */
+                espnn_io_info_t io;
+                (void)espnn_io_info(&d->model, 1, index, &io);
+                args[k]->toTensor().unsafeGetTensorImpl()->set_data(d->model.arena + io.arena_home);
             }
         }
         espnn_error_t err;

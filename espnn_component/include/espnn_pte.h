@@ -20,6 +20,11 @@ typedef struct espnn_pte_tensor {
     uint32_t dims[4];
     float scale;        /* quantization of the int8 side (0 when the tensor is not quantized) */
     int32_t zero_point;
+    /* appended: a program input/output ExecuTorch does not plan (lower(..., io_arena=True))
+     * lives in the delegate arena at arena_offset when in_arena is 1; a header without these
+     * leaves them 0 (planned, or given a buffer of its own) */
+    uint8_t in_arena;
+    uint32_t arena_offset;
 } espnn_pte_tensor_t;
 
 /* The self-test model_pte.h embeds with custom_executorch_selftest = N (EspnnModel::self_test()).

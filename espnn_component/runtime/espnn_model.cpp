@@ -175,6 +175,8 @@ struct EspnnModel::Impl {
     OwnedBlock temp_pool;
     OwnedBlock planned_pool;
     OwnedBlock arena_pool; /* the one delegate arena all the delegates use (none with a shared arena) */
+    OwnedBlock io_pool;    /* unplanned program I/O that cannot live in the arena (see bind_slots) */
+    uint8_t *arena = nullptr; /* the arena the delegates use: our own or the shared one */
     BufferDataLoader loader;
     std::optional<et::Program> program;
     std::optional<PoolAllocator> method_allocator;
@@ -590,6 +592,7 @@ bool load_method(EspnnModel::Impl &impl, EspnnSharedArena *shared, const char *m
         if (arena == nullptr) {
             return false;
         }
+        impl.arena = arena;
         if (!espnn_et::arena_lease_open(lease_key, arena, bytes)) {
             snprintf(msg, msg_size, "loading method '%.40s': too many models are loading at the same time; call "
                      "begin() of the models one after the other", method_name);
@@ -606,9 +609,49 @@ bool load_method(EspnnModel::Impl &impl, EspnnSharedArena *shared, const char *m
     return true;
 }
 
-/* Each I/O slot on the program tensor's own planned storage, with the header's quantization. */
-bool bind_slots(EspnnModel::Impl &impl, const char *method_name, char *msg, size_t msg_size) {
+/* Bytes of program tensor `info` (its dtype and dims from the description). */
+size_t tensor_bytes(const espnn_pte_tensor_t &info) {
+    size_t n = info.dtype == ESPNN_DTYPE_FLOAT32 ? 4u : 1u;
+    for (size_t j = 0; j < info.rank && j < 4; ++j) {
+        n *= info.dims[j];
+    }
+    return n;
+}
+
+/* Where an I/O tensor that ExecuTorch did not plan lives (lower(..., io_arena=True), the
+ * default): its home in the delegate arena, from the description, so the input's bytes are
+ * reused once consumed and the output is written in place by the last op.  A model on a shared
+ * arena cannot keep its I/O there (the other models' runs would overwrite it between calls):
+ * those tensors, and any without a home, get a block of their own in io_pool. */
+bool place_unplanned(EspnnModel::Impl &impl, bool shared, char *msg, size_t msg_size) {
     const espnn_pte_desc_t &d = impl.desc;
+    size_t own = 0;
+    for (size_t k = 0; k < d.n_inputs + d.n_outputs; ++k) {
+        const espnn_pte_tensor_t &info = k < d.n_inputs ? d.inputs[k] : d.outputs[k - d.n_inputs];
+        const bool planned = k < d.n_inputs ? impl.method->method_meta().input_tensor_meta(k)->is_memory_planned()
+                                            : impl.method->method_meta().output_tensor_meta(k - d.n_inputs)->is_memory_planned();
+        if (!planned && (shared || !info.in_arena || impl.arena == nullptr)) {
+            own = align_up(own, kPoolAlign) + tensor_bytes(info);
+        }
+    }
+    if (own > 0) {
+        impl.io_pool = OwnedBlock(espnn_mem_alloc(ESPNN_MEM_PLANNED, own, kPoolAlign, "EspnnModel I/O buffers", msg,
+                                                  msg_size));
+        if (impl.io_pool.ptr() == nullptr) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Each I/O slot on the program tensor's own storage (planned by ExecuTorch, or placed by
+ * place_unplanned and bound into the method here), with the header's quantization. */
+bool bind_slots(EspnnModel::Impl &impl, bool shared, const char *method_name, char *msg, size_t msg_size) {
+    const espnn_pte_desc_t &d = impl.desc;
+    if (!place_unplanned(impl, shared, msg, msg_size)) {
+        return false;
+    }
+    uint8_t *own = static_cast<uint8_t *>(impl.io_pool.ptr());
     for (size_t k = 0; k < d.n_inputs + d.n_outputs; ++k) {
         const bool is_output = k >= d.n_inputs;
         const size_t i = is_output ? k - d.n_inputs : k;
@@ -629,15 +672,49 @@ bool bind_slots(EspnnModel::Impl &impl, const char *method_name, char *msg, size
 #pragma GCC diagnostic pop
 #endif
         }
-        if (!value->isTensor() || value->toTensor().mutable_data_ptr() == nullptr) {
-            snprintf(msg, msg_size,
-                     "%s %lu of method '%.40s' has no planned storage: export the program with memory "
-                     "planning for inputs and outputs (the default)",
-                     is_output ? "output" : "input", static_cast<unsigned long>(i), method_name);
+        if (!value->isTensor()) {
+            snprintf(msg, msg_size, "%s %lu of method '%.40s' is not a tensor", is_output ? "output" : "input",
+                     static_cast<unsigned long>(i), method_name);
             return false;
         }
-        slot.tensor = value->toTensor().mutable_data_ptr();
-        slot.numel = static_cast<size_t>(value->toTensor().numel());
+        const auto &tensor = value->toTensor();
+        const bool planned = is_output ? impl.method->method_meta().output_tensor_meta(i)->is_memory_planned()
+                                       : impl.method->method_meta().input_tensor_meta(i)->is_memory_planned();
+        if (!planned) {
+            const size_t bytes = tensor_bytes(info);
+            uint8_t *where = nullptr;
+            if (!shared && info.in_arena && impl.arena != nullptr) {
+                if (static_cast<uint64_t>(info.arena_offset) + bytes > d.arena_bytes) {
+                    snprintf(msg, msg_size,
+                             "%s %lu of method '%.40s': model_pte.h places it at arena offset %lu, past the arena "
+                             "of %u bytes: the header and the .pte come from different builds",
+                             is_output ? "output" : "input", static_cast<unsigned long>(i), method_name,
+                             static_cast<unsigned long>(info.arena_offset), static_cast<unsigned>(d.arena_bytes));
+                    return false;
+                }
+                where = impl.arena + info.arena_offset;
+            } else {
+                own = reinterpret_cast<uint8_t *>(align_up(reinterpret_cast<uintptr_t>(own), kPoolAlign));
+                where = own;
+                own += bytes;
+            }
+            if (is_output) {
+                const et::Error err = impl.method->set_output_data_ptr(where, bytes, i);
+                if (err != et::Error::Ok) {
+                    describe_failure(msg, msg_size, "binding a program output", err);
+                    return false;
+                }
+            } else {
+                tensor.unsafeGetTensorImpl()->set_data(where);
+            }
+        }
+        if (tensor.mutable_data_ptr() == nullptr) {
+            snprintf(msg, msg_size, "%s %lu of method '%.40s' has no storage", is_output ? "output" : "input",
+                     static_cast<unsigned long>(i), method_name);
+            return false;
+        }
+        slot.tensor = tensor.mutable_data_ptr();
+        slot.numel = static_cast<size_t>(tensor.numel());
         slot.dtype = info.dtype;
         slot.scale = info.scale;
         slot.zero_point = info.zero_point;
@@ -702,7 +779,7 @@ bool EspnnModel::load(char *msg, size_t msg_size) {
     }
     return check_io(*meta, d, msg, msg_size) && plan_buffers(impl, *meta, msg, msg_size) &&
            make_allocators(impl, msg, msg_size) && load_method(impl, shared_, method_name, msg, msg_size) &&
-           bind_slots(impl, method_name, msg, msg_size) && prepare_profile(impl, msg, msg_size);
+           bind_slots(impl, shared_ != nullptr, method_name, msg, msg_size) && prepare_profile(impl, msg, msg_size);
 }
 
 static void convert_output(const Slot &slot) {

@@ -7,6 +7,9 @@
  *                                (exit code 0 when every embedded case is bit-exact, else 1)
  *   --profile                    after the outputs, prints EspnnModel::profile()'s lines of the
  *                                last invoke (exit code 3 when it printed an error line)
+ *   --write-once                 writes the inputs before the first invoke only: what a sketch
+ *                                that forgets to write them again gets (docs/runtime.md)
+ *   --shared-arena               runs the model on an EspnnSharedArena of its arena_bytes
  *
  * --view picks the EspnnModel view of every input and output: the program's own dtype
  * (default), float (quantized/dequantized at the boundary for int8 tensors) or int8 (the raw
@@ -40,12 +43,14 @@ struct Options {
     View view = View::kNative;
     bool selftest = false;
     bool profile = false;
+    bool write_once = false;
+    bool shared_arena = false;
 };
 
 int usage(const char *argv0) {
     fprintf(stderr,
-            "usage: %s [--input INDEX=FILE]... [--seed N] [--repeat N] [--view native|float|int8] [--profile] | "
-            "--selftest\n",
+            "usage: %s [--input INDEX=FILE]... [--seed N] [--repeat N] [--view native|float|int8] [--profile] "
+            "[--write-once] [--shared-arena] | --selftest\n",
             argv0);
     return 2;
 }
@@ -57,6 +62,10 @@ bool parse_args(int argc, char **argv, Options *opt) {
             opt->selftest = true;
         } else if (strcmp(arg, "--profile") == 0) {
             opt->profile = true;
+        } else if (strcmp(arg, "--write-once") == 0) {
+            opt->write_once = true;
+        } else if (strcmp(arg, "--shared-arena") == 0) {
+            opt->shared_arena = true;
         } else if (strcmp(arg, "--input") == 0 && i + 1 < argc) {
             const char *spec = argv[++i];
             char *end = nullptr;
@@ -178,7 +187,10 @@ int main(int argc, char **argv) {
     if (!parse_args(argc, argv, &opt)) {
         return usage(argv[0]);
     }
-    EspnnModel model(model_pte);
+    EspnnSharedArena arena(model_pte.arena_bytes);
+    EspnnModel own(model_pte);
+    EspnnModel on_shared(model_pte, arena);
+    EspnnModel &model = opt.shared_arena ? on_shared : own;
     if (opt.selftest) {
         char line[192];
         const bool exact = model.self_test(line, sizeof line);
@@ -196,8 +208,9 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    /* Inputs are written before every invoke(), as a sketch does: ExecuTorch's memory plan may
-     * reuse an input's bytes once the input is consumed, so invoke() does not preserve them. */
+    /* Inputs are written before every invoke(), as a sketch does: the arena (or ExecuTorch's
+     * memory plan) reuses an input's bytes once the input is consumed, so invoke() does not
+     * preserve them (--write-once shows it). */
     std::vector<std::vector<unsigned char>> sources(model.input_count());
     std::vector<void *> views(model.input_count());
     for (size_t i = 0; i < model.input_count(); ++i) {
@@ -221,7 +234,7 @@ int main(int argc, char **argv) {
     }
     uint64_t total_us = 0;
     for (unsigned long r = 0; r < opt.repeat; ++r) {
-        for (size_t i = 0; i < model.input_count(); ++i) {
+        for (size_t i = 0; i < model.input_count() && (r == 0 || !opt.write_once); ++i) {
             memcpy(views[i], sources[i].data(), sources[i].size());
         }
         if (!model.invoke()) {

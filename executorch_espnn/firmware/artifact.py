@@ -118,6 +118,8 @@ def lower(job: ArtifactJob) -> None:
         argv += ["--optimize", job.optimize]
     if job.profile:
         argv.append("--profile")
+    if not job.io_arena:
+        argv.append("--no-io-arena")
     try:
         rc = cli.run(argv)
     except OptionValueError as exc:  # one line naming the platformio.ini option

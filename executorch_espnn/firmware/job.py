@@ -41,6 +41,9 @@ class ArtifactJob:
     partition_size: int = 0  # bytes; 0: the image + headroom
     name: str = ""  # a named model's generated files (several models)
     profile: bool = False  # custom_executorch_profile: the layer table in model_pte.h
+    # the program's I/O in the delegate arena (lower(io_arena=...)); off where the I/O must
+    # outlive other models' runs: a shared arena, a model loaded from a partition
+    io_arena: bool = True
     model_option: str = options.MODEL  # how the messages name the model
 
     def __post_init__(self) -> None:
@@ -59,12 +62,13 @@ class ArtifactJob:
 
     @classmethod
     def from_options(cls, opts: options.ModelOptions, out: Path,
-                     storage: options.StorageOptions | None = None) -> ArtifactJob:
+                     storage: options.StorageOptions | None = None, shared_arena: bool = False) -> ArtifactJob:
         storage = storage or options.StorageOptions()
         return cls(model=opts.model, kind=opts.kind, out=out, target=opts.target,
                    strict=opts.strict, calibration=opts.calibration, validation=opts.validation,
                    selftest=opts.selftest, io=opts.io, optimize=opts.optimize, storage=storage.kind,
-                   partition_size=storage.partition_size, name=opts.name, profile=opts.profile)
+                   partition_size=storage.partition_size, name=opts.name, profile=opts.profile,
+                   io_arena=not (shared_arena or storage.is_partition))
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(self).items()}
@@ -96,7 +100,7 @@ class ArtifactJob:
             if name in ("model", "out", "calibration", "validation"):
                 ok = isinstance(value, str) or (value is None and name in ("calibration", "validation"))
                 values[name] = Path(value) if isinstance(value, str) else None
-            elif name in ("strict", "profile"):
+            elif name in ("strict", "profile", "io_arena"):
                 ok = isinstance(value, bool)
                 values[name] = value
             elif name in ("selftest", "partition_size"):

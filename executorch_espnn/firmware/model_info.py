@@ -41,6 +41,10 @@ class TensorMeta:
     # how the delegate reaches it (the report's TensorSpec.access: "in place", "transposed copy",
     # ...); "" when the report does not say
     access: str = ""
+    # lower(..., io_arena=True): a tensor ExecuTorch does not plan, living in the delegate arena
+    # at arena_offset (executorch_espnn.io_arena)
+    in_arena: bool = False
+    arena_offset: int = 0
 
 
 @dataclass

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 
+from ..io_arena import program_homes
 from ..payload.format import DType
 from ..pte import ProgramInfo, TensorDecl, read_program
 from .model_info import PteMeta, TensorMeta
@@ -48,6 +49,10 @@ def read(pte: bytes, method: str = "forward") -> PteMeta:
               for n, (i, d) in enumerate(zip(info.input_values, info.inputs, strict=True))]
     outputs = [_tensor_meta(d, i, f"output{n}", writes)
                for n, (i, d) in enumerate(zip(info.output_values, info.outputs, strict=True))]
+    in_homes, out_homes = program_homes(info)
+    for t, home in zip(inputs + outputs, in_homes + out_homes, strict=True):
+        if home is not None:
+            t.in_arena, t.arena_offset = True, home
     return PteMeta(
         size=len(pte),
         sha256=hashlib.sha256(pte).hexdigest(),

@@ -209,16 +209,20 @@ def subprocess_env() -> dict[str, str]:
 
 
 def run(opts: ModelOptions, paths: StepPaths, python: str, platform_dir: Path,
-        storage: StorageOptions | None = None) -> bool:
-    """Lower if needed.  Returns True when it ran; raises StepError with one line on failure."""
+        storage: StorageOptions | None = None, shared_arena: bool = False) -> bool:
+    """Lower if needed.  Returns True when it ran; raises StepError with one line on failure.
+    ``shared_arena``: the model shares its delegate arena with others, so its I/O stays in
+    ExecuTorch's planned memory (ArtifactJob.io_arena)."""
     key = cache_key(opts, platform_dir)
     if storage is not None and storage.is_partition:  # embedded builds keep their old key
         key["storage"] = storage.cache_fields()
+    if shared_arena:
+        key["shared_arena"] = True
     if is_up_to_date(paths, key, storage):
         return False
     paths.out.mkdir(parents=True, exist_ok=True)
     paths.stamp.unlink(missing_ok=True)
-    job = ArtifactJob.from_options(opts, paths.out, storage)
+    job = ArtifactJob.from_options(opts, paths.out, storage, shared_arena)
     with tempfile.TemporaryDirectory(prefix="espnn-job-") as tmp:
         job_file = Path(tmp) / "job.json"
         job.write(job_file)

@@ -11,7 +11,7 @@ from ..decisions import OpDecision
 from ..errors import PteError
 from ..kernel_choice import ansi_ops
 from ..payload import DType, Opcode, Payload, PayloadError, Storage, decode
-from ..payload.format import AVG_TORCH_ADAPTIVE, AVG_TORCH_MEAN, AVG_TORCH_POOL
+from ..payload.format import AVG_TORCH_ADAPTIVE, AVG_TORCH_MEAN, AVG_TORCH_POOL, NO_HOME
 from ..payload.state import state_bytes
 from ..payload_peak import PartitionPeak, partition_peak
 from ..pte import BACKEND_ID, SCALAR_TYPES, DelegateCallInfo, ProgramInfo, TensorDecl, read_program
@@ -66,17 +66,30 @@ def arena_timeline(p: Payload) -> ArenaTimeline:
 
     Live bytes are computed from dataflow alone (who writes, who reads last), not from the
     planner's offsets, except to recognise in-place ops: an output at exactly the offset and
-    size of an input that dies at that op counts once."""
+    size of an input that dies at that op counts once.  A delegate input or output with an io
+    home (format 2.4) is an arena tensor at its home: an input from op 0 to its last reader, an
+    output from its writer to the last op."""
     n = len(p.ops)
-    first: dict[int, int] = {}
-    last: dict[int, int] = {}
+    homes = {tid: h for tid, h in zip(p.inputs + p.outputs, p.io_homes or [], strict=False) if h != NO_HOME}
+
+    def offset(tid: int) -> int:
+        return homes.get(tid, p.tensors[tid].offset)
+
+    def in_arena(tid: int) -> bool:
+        return p.tensors[tid].storage == Storage.ARENA or tid in homes
+
+    first: dict[int, int] = {tid: 0 for tid in homes if p.tensors[tid].storage == Storage.INPUT}
+    last: dict[int, int] = dict(first)
     for i, op in enumerate(p.ops):
         for tid in op.inputs:
-            if tid is not None and p.tensors[tid].storage == Storage.ARENA:
+            if tid is not None and in_arena(tid):
                 last[tid] = i
-        if p.tensors[op.output].storage == Storage.ARENA:
+        if in_arena(op.output):
             first[op.output] = i
             last.setdefault(op.output, i)
+    for tid in homes:
+        if p.tensors[tid].storage == Storage.OUTPUT and tid in first:
+            last[tid] = n - 1
     live = [0] * n
     for tid, f in first.items():
         for i in range(f, max(last[tid], f) + 1):
@@ -91,10 +104,10 @@ def arena_timeline(p: Payload) -> ArenaTimeline:
                 continue
             t = p.tensors[tid]
             if (t.storage == Storage.ARENA and last.get(tid) == i and t.offset == out.offset
-                    and t.nbytes == out.nbytes):
+                    and t.nbytes == out.nbytes):  # (homed io tensors are never in place)
                 live[i] -= out.nbytes
                 break
-    tensors = tuple(ArenaTensor(tid, p.tensors[tid].offset, p.tensors[tid].nbytes, f, max(last[tid], f))
+    tensors = tuple(ArenaTensor(tid, offset(tid), p.tensors[tid].nbytes, f, max(last[tid], f))
                     for tid, f in sorted(first.items(), key=lambda kv: (kv[1], kv[0])))
     scratch = tuple((i, op.scratch_offset, op.scratch_size) for i, op in enumerate(p.ops) if op.scratch_size)
     return ArenaTimeline(tensors, scratch, tuple(live))

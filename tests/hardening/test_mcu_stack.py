@@ -119,6 +119,15 @@ def test_model_runs_bit_exact_through_espnn_model(name: str, stack: str, kernels
     from executorch_espnn.pte import delegate_payloads
 
     assert s.delegate_arena_bytes == max(decode(d).arena_size for d in delegate_payloads(p.model.pte))
+    # the program's inputs and outputs live in that arena (lower()'s io_arena default): the
+    # firmware ran with them there, ExecuTorch planning none of them
+    from executorch_espnn.io_arena import program_homes
+    from executorch_espnn.pte import read_program
+
+    info = read_program(p.model.pte)
+    ins, outs = program_homes(info)
+    assert None not in ins + outs, (ins, outs)
+    assert not set(info.input_values + info.output_values) & set(info.planned_values)
     if name in CPU_MODELS:
         assert set(p.operators) == CPU_MODELS[name]
         assert s.n_delegates == 2, "an island between two delegates"
