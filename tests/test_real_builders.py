@@ -56,7 +56,7 @@ def real_core(tmp_path_factory: pytest.TempPathFactory) -> Path:
     core = work / "core"
     h.seed_core(core)
     rb.install_platform(core, Path(os.environ[rb.ESPRESSIF32_ENV]))
-    rb.seed_wrapper_packages(core, rb.riscv_compilers())
+    rb.seed_wrapper_packages(core, Path(os.environ[rb.ESPRESSIF32_ENV]), rb.riscv_compilers())
     h.write_standin_sources(core, work)
     return core
 

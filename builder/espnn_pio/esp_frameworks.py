@@ -236,8 +236,6 @@ def add_idf_components(env: Any) -> list[str]:
     # ESPNN_PLATFORMIO: the project's own cmake/idf_project.cmake include (for idf.py) steps aside
     args = [a for a in (extra, f'"-DEXTRA_COMPONENT_DIRS:PATH={";".join(dirs)}"',
                         '"-DESPNN_PLATFORMIO:BOOL=ON"') if a]
-    # the pinned trees, for the component that builds the runtime from them (compile step)
-    args += [f'"-D{key}:PATH={env[key]}"' for key in source_step.ENV_KEYS if env.get(key)]
     board.update("build.cmake_extra_args", " ".join(args))
     return dirs
 
