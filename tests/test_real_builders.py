@@ -4,7 +4,9 @@
   test PlatformIO core as a user installs a local platform;
 - ESPNN_ARDUINO_ESP32_DIR: an Arduino-ESP32 2.x framework package (framework-arduinoespressif32:
   tools/platformio-build.py, tools/sdk/<chip>), given to the build with `platform_packages`;
-- ESPNN_ESP_IDF_DIR: ESP-IDF 5.x (the ESP-IDF pairs; see test_espidf_* below).
+- ESPNN_ESP_IDF_DIR: ESP-IDF 5.5 with the submodules its build of an app's components needs, and
+  ESPNN_IDF_PYTHON: a Python with what espidf.py installs for ESP-IDF 5 (the ESP-IDF pairs,
+  test_espidf_example_with_the_real_builders; docs/platformio.md says what was driven).
 
 The toolchains and esptool are logging wrappers (devkit/real_builders.py): the real builder
 scripts run to the end, every command they ran is read back and checked the way the stand-in
@@ -45,8 +47,9 @@ def _need(*names: str) -> None:
     if missing:
         pytest.skip(f"{', '.join(missing)} not set: set {rb.ESPRESSIF32_ENV} to a "
                     "platform-espressif32 checkout at v6.13.x, "
-                    f"{rb.ARDUINO_ENV} to an Arduino-ESP32 2.x framework package and "
-                    f"{rb.IDF_ENV} to ESP-IDF 5.x")
+                    f"{rb.ARDUINO_ENV} to an Arduino-ESP32 2.x framework package, "
+                    f"{rb.IDF_ENV} to ESP-IDF 5.5 and {rb.IDF_PYTHON_ENV} to a Python with "
+                    f"{', '.join(rb.IDF_PYTHON_REQUIREMENTS)}")
 
 
 @pytest.fixture(scope="module")
