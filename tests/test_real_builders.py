@@ -267,14 +267,14 @@ def idf_core(real_core: Path) -> Path:
     return real_core
 
 
-def _idf_project(root: Path, board: str) -> Path:
+def _idf_project(root: Path, board: str, model: str = "model/mlp.py") -> Path:
     proj = root / "mlp_idf"
     h.write_project(proj, f"""
         [env:{board}]
         platform = {h.platform_spec()}
         board = {board}
         framework = espidf
-        custom_executorch_model = model/mlp.py
+        custom_executorch_model = {model}
         """, {"model/mlp.py": h.mlp_model_source(1), "CMakeLists.txt": IDF_PROJECT,
               "src/CMakeLists.txt": 'idf_component_register(SRCS "main.cpp" '
                                     'REQUIRES executorch_espnn espnn_model)\n',
@@ -306,6 +306,24 @@ def test_espidf_example_with_the_real_builders(idf_core: Path, tmp_path: Path, b
     unused = {name for block in re.findall(r"were not used by the project:\n\n((?:    \S+\n)+)",
                                            r.output) for name in block.split()}
     assert unused <= {"ESPNN_PLATFORMIO", "LEGACY_INCLUDE_COMMON_HEADERS"}, unused
+    check_idf_calls(proj / ".pio" / "build" / board, proj, log, mcu, prefix, board,
+                    _trees(idf_core), idf)
+
+
+@pytest.mark.slow
+def test_espidf_cpu_kernels_with_the_real_builders(idf_core: Path, tmp_path: Path) -> None:
+    """A .pte whose linear and relu stay on the CPU, on the ESP32-C6: the portable kernels, their
+    support sources and the registration compiled for real with ESP-IDF's flags."""
+    board, mcu, prefix = IDF_PAIRS[1]
+    idf = Path(os.environ[rb.IDF_ENV]).resolve()
+    proj = _idf_project(tmp_path, board, model="plain.pte")
+    h.write_plain_pte(proj / "plain.pte")
+    log = tmp_path / "tools.jsonl"
+    r = h.pio(idf_core, proj, "run", "-v", "-e", board, timeout=3000,
+              extra_env={rb.LOG_ENV: str(log), "IDF_MAINTAINER": "1",
+                         rb.TOLERATE_ENV: str(idf / "components") + "/"})
+    assert r.returncode == 0, r.output[-8000:]
+    assert "executorch: 3 CPU operator(s) registered for the firmware" in r.output
     check_idf_calls(proj / ".pio" / "build" / board, proj, log, mcu, prefix, board,
                     _trees(idf_core), idf)
 
@@ -348,6 +366,13 @@ def check_idf_calls(build: Path, proj: Path, log: Path, mcu: str, prefix: str, b
     assert all("-w" in c.args for c in units.values())
     registry = units["runtime__kernel__operator_registry.cpp"]
     assert any(a.startswith("-DMAX_KERNEL_NUM=") for a in registry.args)
+    text = (build / "executorch" / "kernels" / "kernels.cmake").read_text()
+    block = re.search(r"set\(ESPNN_KERNEL_SRCS([^)]*)\)", text)
+    selected = block.group(1).split() if block else []
+    kernels = [*selected, *(rt.kernel_support_srcs if selected else ())]
+    assert set(units) == {rel.replace("/", "__") for rel in (*rt.runtime_srcs, *kernels)}
+    registration = [s for s in by_source if s.name == "RegisterCodegenUnboxedKernels.cpp"]
+    assert len(registration) == 1
 
     # ESP-NN: the named tree as the component esp-nn, its own CMakeLists selecting for the chip
     esp_nn = trees["ESPNN_ESP_NN_DIR"]
@@ -364,7 +389,7 @@ def check_idf_calls(build: Path, proj: Path, log: Path, mcu: str, prefix: str, b
     for lib in ("libexecutorch.a", "libexecutorch_espnn.a", "libesp-nn.a", "libespnn_model.a"):
         assert lib in text, (lib, text[:2000])
 
-    ours = {*got, *model_s, app.source(), *(s for s in by_source if s.is_relative_to(esp_nn)),
+    ours = {*got, *model_s, app.source(), *registration, *(s for s in by_source if s.is_relative_to(esp_nn)),
             *(c.source() for c in units.values())}
     if prefix.startswith("riscv32") and rb.riscv_compilers() is not None:
         assert set(real) == set(by_source)  # every compile ran the real compiler ...
@@ -379,4 +404,4 @@ def check_idf_calls(build: Path, proj: Path, log: Path, mcu: str, prefix: str, b
         print(f"{board}: {len(compiles)} compile commands logged, none compiled ({prefix}-gcc: no "
               "compiler for the chip here)")
     print(f"{board}: {len(ours)} sources of ours ({len(got)} component, {len(units)} runtime/kernel "
-          f"units, {len(nn)} ESP-NN, the app, the model's .S); one link of {len(link.args)} arguments")
+          f"units, {len(nn)} ESP-NN, the app, the registration, the model's .S); one link of {len(link.args)} arguments")
