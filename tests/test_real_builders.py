@@ -4,7 +4,9 @@
   test PlatformIO core as a user installs a local platform;
 - ESPNN_ARDUINO_ESP32_DIR: an Arduino-ESP32 2.x framework package (framework-arduinoespressif32:
   tools/platformio-build.py, tools/sdk/<chip>), given to the build with `platform_packages`;
-- ESPNN_ESP_IDF_DIR: ESP-IDF 5.x (the ESP-IDF pairs; see test_espidf_* below).
+- ESPNN_ESP_IDF_DIR: ESP-IDF 5.5 with the submodules its build of an app's components needs, and
+  ESPNN_IDF_PYTHON: a Python with what espidf.py installs for ESP-IDF 5 (the ESP-IDF pairs,
+  test_espidf_example_with_the_real_builders; docs/platformio.md says what was driven).
 
 The toolchains and esptool are logging wrappers (devkit/real_builders.py): the real builder
 scripts run to the end, every command they ran is read back and checked the way the stand-in
@@ -45,8 +47,9 @@ def _need(*names: str) -> None:
     if missing:
         pytest.skip(f"{', '.join(missing)} not set: set {rb.ESPRESSIF32_ENV} to a "
                     "platform-espressif32 checkout at v6.13.x, "
-                    f"{rb.ARDUINO_ENV} to an Arduino-ESP32 2.x framework package and "
-                    f"{rb.IDF_ENV} to ESP-IDF 5.x")
+                    f"{rb.ARDUINO_ENV} to an Arduino-ESP32 2.x framework package, "
+                    f"{rb.IDF_ENV} to ESP-IDF 5.5 and {rb.IDF_PYTHON_ENV} to a Python with "
+                    f"{', '.join(rb.IDF_PYTHON_REQUIREMENTS)}")
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +59,7 @@ def real_core(tmp_path_factory: pytest.TempPathFactory) -> Path:
     core = work / "core"
     h.seed_core(core)
     rb.install_platform(core, Path(os.environ[rb.ESPRESSIF32_ENV]))
-    rb.seed_wrapper_packages(core, rb.riscv_compilers())
+    rb.seed_wrapper_packages(core, Path(os.environ[rb.ESPRESSIF32_ENV]), rb.riscv_compilers())
     h.write_standin_sources(core, work)
     return core
 
@@ -230,3 +233,175 @@ def check_arduino_calls(build: Path, proj: Path, log: Path, mcu: str, prefix: st
           f"{len(kernels)} kernel objects, {len(nn)} ESP-NN sources, {len(ours)} component C++ "
           f"sources, {len(sdk)} SDK include folders); one link of {len(args)} arguments, "
           f"{args.count('-Wl,--start-group')} --start-group")
+
+
+# --- framework = espidf: espressif32's espidf.py, ESP-IDF's CMake and component manager -----------
+
+IDF_PAIRS = [("esp32-s3-devkitc-1", "esp32s3", "xtensa-esp32s3-elf"),
+             ("esp32-c6-devkitc-1", "esp32c6", "riscv32-esp-elf")]
+
+# The app as an ESP-IDF user writes it: the PlatformIO layout (the app in src/), the project file
+# naming the components to build (ESP-IDF's COMPONENTS: the app and what it requires, plus
+# __pio_env, the component espidf.py adds for its own flags), so the build needs only the
+# submodules those components use (docs/platformio.md lists them).
+IDF_PROJECT = """cmake_minimum_required(VERSION 3.16)
+include($ENV{IDF_PATH}/tools/cmake/project.cmake)
+set(COMPONENTS src __pio_env)
+project(mlp_idf)
+"""
+IDF_APP = """#include <executorch_espnn.h>
+#include "esp_log.h"
+#include "model_pte.h"
+
+extern "C" void app_main(void) {
+  static EspnnModel model(model_pte);
+  if (!model.begin() || !model.invoke()) ESP_LOGE("mlp", "%s", model.error());
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def idf_core(real_core: Path) -> Path:
+    _need(rb.ESPRESSIF32_ENV, rb.IDF_ENV, rb.IDF_PYTHON_ENV)
+    rb.seed_idf_packages(real_core, Path(os.environ[rb.IDF_ENV]), Path(os.environ[rb.IDF_PYTHON_ENV]))
+    return real_core
+
+
+def _idf_project(root: Path, board: str, model: str = "model/mlp.py") -> Path:
+    proj = root / "mlp_idf"
+    h.write_project(proj, f"""
+        [env:{board}]
+        platform = {h.platform_spec()}
+        board = {board}
+        framework = espidf
+        custom_executorch_model = {model}
+        """, {"model/mlp.py": h.mlp_model_source(1), "CMakeLists.txt": IDF_PROJECT,
+              "src/CMakeLists.txt": 'idf_component_register(SRCS "main.cpp" '
+                                    'REQUIRES executorch_espnn espnn_model)\n',
+              "src/main.cpp": IDF_APP})
+    return proj
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("board", "mcu", "prefix"), IDF_PAIRS)
+def test_espidf_example_with_the_real_builders(idf_core: Path, tmp_path: Path, board: str,
+                                               mcu: str, prefix: str) -> None:
+    """An ESP-IDF app with a model through espressif32 6.13's espidf.py and ESP-IDF 5.5's CMake:
+    offline (ESP-NN the named tree, no registry), every source of ours compiled (for the C6 by
+    Debian's RISC-V GCC with ESP-IDF's flags, -Werror=all included)."""
+    idf = Path(os.environ[rb.IDF_ENV]).resolve()
+    proj = _idf_project(tmp_path, board)
+    log = tmp_path / "tools.jsonl"
+    # IDF_MAINTAINER: ESP-IDF's documented way to build with a compiler it does not list (a
+    # warning instead of an error); the tolerated folder: ESP-IDF's own sources, which Debian's
+    # newlib headers and the submodules' upstream trees do not always compile (counted below)
+    r = h.pio(idf_core, proj, "run", "-v", "-e", board, timeout=3000,
+              extra_env={rb.LOG_ENV: str(log), "IDF_MAINTAINER": "1",
+                         rb.TOLERATE_ENV: str(idf / "components") + "/"})
+    assert r.returncode == 0, r.output[-8000:]
+    assert "Cannot establish a connection to the component registry" not in r.output
+    assert "NOTICE: [1/1] idf (" in r.output  # the manifest asked the registry for nothing else
+    # no -D that no CMake file reads, but the switch for projects that include
+    # cmake/idf_project.cmake (this one does not) and espidf.py's own for the bootloader
+    unused = {name for block in re.findall(r"were not used by the project:\n\n((?:    \S+\n)+)",
+                                           r.output) for name in block.split()}
+    assert unused <= {"ESPNN_PLATFORMIO", "LEGACY_INCLUDE_COMMON_HEADERS"}, unused
+    check_idf_calls(proj / ".pio" / "build" / board, proj, log, mcu, prefix, board,
+                    _trees(idf_core), idf)
+
+
+@pytest.mark.slow
+def test_espidf_cpu_kernels_with_the_real_builders(idf_core: Path, tmp_path: Path) -> None:
+    """A .pte whose linear and relu stay on the CPU, on the ESP32-C6: the portable kernels, their
+    support sources and the registration compiled for real with ESP-IDF's flags."""
+    board, mcu, prefix = IDF_PAIRS[1]
+    idf = Path(os.environ[rb.IDF_ENV]).resolve()
+    proj = _idf_project(tmp_path, board, model="plain.pte")
+    h.write_plain_pte(proj / "plain.pte")
+    log = tmp_path / "tools.jsonl"
+    r = h.pio(idf_core, proj, "run", "-v", "-e", board, timeout=3000,
+              extra_env={rb.LOG_ENV: str(log), "IDF_MAINTAINER": "1",
+                         rb.TOLERATE_ENV: str(idf / "components") + "/"})
+    assert r.returncode == 0, r.output[-8000:]
+    assert "executorch: 3 CPU operator(s) registered for the firmware" in r.output
+    check_idf_calls(proj / ".pio" / "build" / board, proj, log, mcu, prefix, board,
+                    _trees(idf_core), idf)
+
+
+def check_idf_calls(build: Path, proj: Path, log: Path, mcu: str, prefix: str, board: str,
+                    trees: dict[str, Path], idf: Path) -> None:
+    from executorch_espnn import component_sources
+
+    everything = rb.read_log(log)
+    real = {c.source(): c for c in everything if c.tool.startswith("real:") and c.source()}
+    calls = [c for c in everything if not c.tool.startswith("real:")]
+    compiles = [c for c in calls if c.source()]
+    by_source = {c.source(): c for c in compiles}
+    build = build.resolve()
+    objects = [c.object() for c in compiles]
+    assert len(set(objects)) == len(objects)  # no two sources share an object
+
+    # ours: the component's firmware sources (never its host twins), the app, the model's .S
+    comp = (h.ROOT / "espnn_component").resolve()
+    lists = component_sources.load(comp)
+    want = {*lists.engine_srcs, *lists.adapter_sources, *lists.model_sources,
+            *lists.mem_idf_sources, *lists.pal_idf_sources}
+    got = {s for s in by_source if s.is_relative_to(comp)}
+    assert got == {p.resolve() for p in want}, sorted(str(p) for p in got ^ {p.resolve() for p in want})
+    model_s = [s for s in by_source if s.name == "model_pte_data.S"]
+    assert len(model_s) == 1
+    app = by_source[(proj / "src" / "main.cpp").resolve()]
+    assert (comp / "include") in app.includes()
+    for c in (by_source[s] for s in got):
+        assert "-Werror=all" in c.args, c.args  # ESP-IDF's own warnings policy reached ours
+        if c.source().suffix == ".cpp":
+            assert [a for a in c.args if a.startswith("-std=")][-1] in ("-std=gnu++2b", "-std=gnu++17")
+
+    # ExecuTorch's runtime and the model's kernels: one unit per listed source, named after its
+    # whole path, ExecuTorch's warnings off
+    rt = rs.load()
+    units = {s.name: by_source[s] for s in by_source if "executorch" in s.parts
+             and s.parent.name == "src" and "__" in s.name}
+    assert set(units) >= {rel.replace("/", "__") for rel in rt.runtime_srcs}
+    assert all("-w" in c.args for c in units.values())
+    registry = units["runtime__kernel__operator_registry.cpp"]
+    assert any(a.startswith("-DMAX_KERNEL_NUM=") for a in registry.args)
+    text = (build / "executorch" / "kernels" / "kernels.cmake").read_text()
+    block = re.search(r"set\(ESPNN_KERNEL_SRCS([^)]*)\)", text)
+    selected = block.group(1).split() if block else []
+    kernels = [*selected, *(rt.kernel_support_srcs if selected else ())]
+    assert set(units) == {rel.replace("/", "__") for rel in (*rt.runtime_srcs, *kernels)}
+    registration = [s for s in by_source if s.name == "RegisterCodegenUnboxedKernels.cpp"]
+    assert len(registration) == 1
+
+    # ESP-NN: the named tree as the component esp-nn, its own CMakeLists selecting for the chip
+    esp_nn = trees["ESPNN_ESP_NN_DIR"]
+    nn = sorted(str(s.relative_to(esp_nn)) for s in by_source if s.is_relative_to(esp_nn))
+    assert nn == sorted(esp_nn_sources.sources_for(mcu))
+
+    # the one link: the -u rules, our components' archives
+    (link,) = [c for c in calls if c.object() is not None and c.object().suffix == ".elf"
+               and "bootloader" not in str(c.object())]
+    assert "-u" in link.args or any(a.startswith("-Wl,-u") or a == "executorch_espnn_register_kernels"
+                                    for a in link.args)
+    text = " ".join(link.args)
+    assert "executorch_espnn_register_kernels" in text
+    for lib in ("libexecutorch.a", "libexecutorch_espnn.a", "libesp-nn.a", "libespnn_model.a"):
+        assert lib in text, (lib, text[:2000])
+
+    ours = {*got, *model_s, app.source(), *registration, *(s for s in by_source if s.is_relative_to(esp_nn)),
+            *(c.source() for c in units.values())}
+    if prefix.startswith("riscv32") and rb.riscv_compilers() is not None:
+        assert set(real) == set(by_source)  # every compile ran the real compiler ...
+        failed = {s: c for s, c in real.items() if c.returncode}
+        assert not [s for s in failed if s in ours], {str(s): real[s].stderr for s in ours if s in failed}
+        assert all(s.is_relative_to(idf / "components") for s in failed)  # ... ESP-IDF's may fail
+        print(f"{board}: {len(real)} sources compiled for real by "
+              f"{', '.join(sorted({c.tool[5:] for c in real.values()}))}: {len(ours)} of ours, all "
+              f"compiled; ESP-IDF's {len(real) - len(ours)}, {len(failed)} failed ("
+              + ", ".join(sorted({s.relative_to(idf / 'components').parts[0] for s in failed})) + ")")
+    else:
+        print(f"{board}: {len(compiles)} compile commands logged, none compiled ({prefix}-gcc: no "
+              "compiler for the chip here)")
+    print(f"{board}: {len(ours)} sources of ours ({len(got)} component, {len(units)} runtime/kernel "
+          f"units, {len(nn)} ESP-NN, the app, the registration, the model's .S); one link of {len(link.args)} arguments")

@@ -302,6 +302,27 @@ def test_resolve_hands_over_three_trees(tmp_path: Path) -> None:
     assert set(entries) == set(source_step.ENV_KEYS)
 
 
+def test_espidf_builds_download_no_esp_nn(tmp_path: Path) -> None:
+    """An ESP-IDF build's ESP-NN comes from the component manager (espressif/esp-nn) unless a
+    tree is named: nothing is downloaded for it (the download URL refuses every connection),
+    and the builder hands over no ESP-NN folder; a named tree is still checked and handed over."""
+    environ = {"EXECUTORCH_SOURCE_DIR": str(sh.executorch_tree(tmp_path / "a" / "executorch")),
+               "FLATBUFFERS_SOURCE_DIR": str(sh.flatbuffers_tree(tmp_path / "fb")),
+               sources.URL_BASE_ENV: f"http://127.0.0.1:{_closed_port()}"}
+    lines: list[str] = []
+    found = sources.resolve(lambda name: None, environ, tmp_path, tmp_path / "cache",
+                            log=lines.append, esp_nn=False)
+    assert found.esp_nn is None and lines == []
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("*esp-nn*"))
+    assert "ESPNN_ESPNN_DIR" not in source_step.env_entries(found)
+    # the same build with no esp_nn=False would have gone to the network for it
+    with pytest.raises(sources.SourceError, match="could not download ESP-NN"):
+        sources.resolve(lambda name: None, environ, tmp_path, tmp_path / "cache", log=lines.append)
+    named = {**environ, "ESPNN_ESP_NN_DIR": str(sh.esp_nn_tree(tmp_path / "nn"))}
+    found = sources.resolve(lambda name: None, named, tmp_path, tmp_path / "cache", esp_nn=False)
+    assert found.esp_nn is not None and found.esp_nn.origin == "env"
+
+
 def test_fetch_sources_prints_the_lines_the_workflow_reads(tmp_path: Path) -> None:
     """scripts/fetch_sources.py (idf.py users, .github/workflows/esp-idf.yml): one line per tree,
     `<owner>/<repo> <version> at <commit>: <folder> (<origin>)`; the workflow takes each folder

@@ -10,8 +10,9 @@ CMake keeps the last definition, so we repeat its entries and add ours.  ESP-IDF
 component's Kconfig (menuconfig, sdkconfig.h) and its idf_component.yml: ESP-IDF's component
 manager fetches espressif/esp-nn, unless the user named an ESP-NN tree
 (custom_executorch_espnn_dir / ESPNN_ESP_NN_DIR), which then is the component `esp-nn` and the
-manifest asks the registry for nothing.  The pinned source trees (source_step) go to CMake as
-cache variables named like their SCons keys.
+manifest asks the registry for nothing.  The pinned source trees (source_step) reach CMake
+written into the generated `executorch` component's CMakeLists (idf_runtime_folder), the only
+place that reads them.
 
 arduino: the component is compiled as a library with the Kconfig-resolved macros
 (espnn_sdkconfig.h, see kconfig_glue) against the real ESP-NN: the pinned ESP-NN tree compiled
@@ -108,7 +109,7 @@ def local_esp_nn(env: Any) -> Path | None:
         # component's esp-nn (else its manifest sends the component manager to the registry)
         tree = source_step.named_esp_nn(env)
         return None if tree is None else Path(tree.root)
-    if found.esp_nn.origin not in ("option", "env"):
+    if found.esp_nn is None or found.esp_nn.origin not in ("option", "env"):
         return None
     return Path(found.esp_nn.root)
 
@@ -236,8 +237,6 @@ def add_idf_components(env: Any) -> list[str]:
     # ESPNN_PLATFORMIO: the project's own cmake/idf_project.cmake include (for idf.py) steps aside
     args = [a for a in (extra, f'"-DEXTRA_COMPONENT_DIRS:PATH={";".join(dirs)}"',
                         '"-DESPNN_PLATFORMIO:BOOL=ON"') if a]
-    # the pinned trees, for the component that builds the runtime from them (compile step)
-    args += [f'"-D{key}:PATH={env[key]}"' for key in source_step.ENV_KEYS if env.get(key)]
     board.update("build.cmake_extra_args", " ".join(args))
     return dirs
 

@@ -11,7 +11,9 @@ What the later compile steps read from the SCons environment:
                                    or "" when a local checkout is named otherwise
     ESPNN_FLATBUFFERS_DIR          google/flatbuffers at ExecuTorch's pin (as given/unpacked)
     ESPNN_FLATBUFFERS_INCLUDE_DIR  the folder holding flatbuffers/*.h
-    ESPNN_ESPNN_DIR                espressif/esp-nn at the pin (or a tree in the declared range)
+    ESPNN_ESPNN_DIR                espressif/esp-nn at the pin (or a tree in the declared range);
+                                   unset in ESP-IDF builds that name no tree (the component
+                                   manager fetches it)
 """
 
 from __future__ import annotations
@@ -39,8 +41,10 @@ def runtime_entries(executorch: sources.SourceTree, flatbuffers: sources.SourceT
 
 
 def env_entries(found: sources.SourceSet) -> dict[str, str]:
-    return {**runtime_entries(found.executorch, found.flatbuffers),
-            "ESPNN_ESPNN_DIR": str(found.esp_nn.root)}
+    entries = runtime_entries(found.executorch, found.flatbuffers)
+    if found.esp_nn is not None:
+        entries["ESPNN_ESPNN_DIR"] = str(found.esp_nn.root)
+    return entries
 
 
 def _option_getter(env: Any) -> Callable[[str], str | None]:
@@ -75,8 +79,10 @@ def named_esp_nn(env: Any) -> sources.SourceTree | None:
 
 def add_sources(env: Any) -> sources.SourceSet:
     """Resolve the three trees (raises sources.SourceError) and put them into `env`."""
+    # ESP-IDF builds take ESP-NN from the component manager unless a tree is named: no download
+    espidf = "espidf" in [str(f).strip().lower() for f in env.get("PIOFRAMEWORK", []) or []]
     found = sources.resolve(_option_getter(env), os.environ, Path(env.subst("$PROJECT_DIR")),
-                            _cache_dir(env))
+                            _cache_dir(env), esp_nn=not espidf)
     env["ESPNN_SOURCES"] = found
     env.Replace(**env_entries(found))
     if found.notes:

@@ -169,6 +169,28 @@ foreach(_s ${EXECUTORCH_SCHEMA_SRCS})
 endforeach()
 list(GET _et_schema 0 _et_first_schema)
 get_filename_component(_et_schema_dir "${_et_first_schema}" DIRECTORY)
+# espressif32's espidf.py compiles the sources of CMake's code model itself and runs no custom
+# command, so the headers are generated now, at configure time, whenever one is missing or older
+# than a schema; the custom command below keeps them current in ninja builds (idf.py).
+set(_et_generate OFF)
+foreach(_h ${_et_headers})
+  foreach(_s ${_et_schema})
+    if("${_s}" IS_NEWER_THAN "${_h}")
+      set(_et_generate ON)
+    endif()
+  endforeach()
+endforeach()
+if(_et_generate)
+  execute_process(
+    COMMAND "${EXECUTORCH_FLATC}" ${EXECUTORCH_SCHEMA_FLATC_ARGS}
+            -o "${_et_gen}/${EXECUTORCH_SCHEMA_INCLUDE_SUBDIR}" ${_et_schema_names}
+    WORKING_DIRECTORY "${_et_schema_dir}"
+    RESULT_VARIABLE _et_flatc_rc OUTPUT_VARIABLE _et_flatc_out ERROR_VARIABLE _et_flatc_out)
+  if(NOT _et_flatc_rc EQUAL 0)
+    string(STRIP "${_et_flatc_out}" _et_flatc_out)
+    message(FATAL_ERROR "executorch: ${EXECUTORCH_FLATC} could not generate the schema headers from ${_et_schema_dir} (${_et_flatc_out}); ${_et_fix_tree}")
+  endif()
+endif()
 add_custom_command(
   OUTPUT ${_et_headers}
   COMMAND "${EXECUTORCH_FLATC}" ${EXECUTORCH_SCHEMA_FLATC_ARGS}

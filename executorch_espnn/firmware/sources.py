@@ -110,11 +110,11 @@ class SourceTree:
 class SourceSet:
     executorch: SourceTree
     flatbuffers: SourceTree
-    esp_nn: SourceTree
+    esp_nn: SourceTree | None  # None: an ESP-IDF build whose ESP-NN the component manager fetches
     notes: tuple[str, ...] = field(default=())
 
-    def trees(self) -> tuple[SourceTree, SourceTree, SourceTree]:
-        return (self.executorch, self.flatbuffers, self.esp_nn)
+    def trees(self) -> tuple[SourceTree, ...]:
+        return tuple(t for t in (self.executorch, self.flatbuffers, self.esp_nn) if t is not None)
 
 
 # --- the pins ---------------------------------------------------------------------------------
@@ -404,18 +404,27 @@ def resolve_one(pin: SourcePin, option_value: str | None, environ: Mapping[str, 
 
 
 def resolve(get_option: Callable[[str], str | None], environ: Mapping[str, str],
-            project_dir: Path, cache_dir: Path, log: Log = print) -> SourceSet:
+            project_dir: Path, cache_dir: Path, log: Log = print,
+            esp_nn: bool = True) -> SourceSet:
     """The three trees of an ESP build, from platformio.ini options (`get_option`), the
-    environment, or the cache/download; raises SourceError with one line."""
+    environment, or the cache/download; raises SourceError with one line.  esp_nn=False (an
+    ESP-IDF build, whose component manager fetches espressif/esp-nn): ESP-NN only when the user
+    names a tree, never downloaded."""
     version, commit = wheel_executorch()
     url_base = ((get_option(SOURCES_URL_BASE) or "").strip()
                 or environ.get(URL_BASE_ENV, "").strip() or GITHUB)
-    trees: list[SourceTree] = []
     notes: list[str] = []
+    found: list[SourceTree | None] = []
     for pin in pins(version, commit):
+        named = (get_option(pin.option) or "").strip() or environ.get(pin.env_var, "").strip()
+        if pin.key == "esp-nn" and not esp_nn and not named:
+            found.append(None)
+            continue
         tree, tree_notes = resolve_one(pin, get_option(pin.option), environ, project_dir,
                                        cache_dir, url_base, log)
-        trees.append(tree)
+        found.append(tree)
         notes += tree_notes
-    return SourceSet(trees[0], trees[1], trees[2], tuple(notes))
+    et, fb, nn = found
+    assert et is not None and fb is not None
+    return SourceSet(et, fb, nn, tuple(notes))
 
