@@ -319,6 +319,10 @@ def _with(units: Sequence[Unit], extra: Sequence[str]) -> list[Unit]:
     return [Unit(u.source, (*u.flags, *extra), u.label, u.inputs) for u in units]
 
 
+# What every build of a firmware whose models are all embedded gives the engine (src/registry.c)
+ENGINE_OPS_FROM_MODELS = "-DESPNN_ENGINE_OPS_FROM_MODELS=1"
+
+
 def component_parts(tree: et_runtime.ExecutorchTree, kernels: Kernels,
                     stack: StackTarget = CORTEX_M7, extra: Sequence[str] = ()) -> dict[str, Path]:
     """The component as three static libraries: engine, ESP-NN kernels, and the adapter with
@@ -327,7 +331,8 @@ def component_parts(tree: et_runtime.ExecutorchTree, kernels: Kernels,
     hdr = tree.header_flags()
     adapter = component.adapter_units(hdr, component.baremetal_defines(_version()), pal="baremetal")
     groups = {
-        "engine": _with(component.engine_units(kernels), extra),
+        # the model is embedded: the engine links only the op families its payloads use
+        "engine": _with(component.engine_units(kernels), (*extra, ENGINE_OPS_FROM_MODELS)),
         "esp-nn kernels": kernels.units(),
         "adapter + memory policy + PAL": [*_with(adapter, extra), *component.memory_units("host")],
     }

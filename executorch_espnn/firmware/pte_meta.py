@@ -11,7 +11,8 @@ from __future__ import annotations
 import hashlib
 
 from ..payload.format import DType
-from ..pte import ProgramInfo, TensorDecl, read_program
+from ..payload.reader import decode
+from ..pte import BACKEND_ID, ProgramInfo, TensorDecl, read_program
 from .model_info import PteMeta, TensorMeta
 
 
@@ -40,6 +41,13 @@ def _boundary_quant(info: ProgramInfo) -> tuple[dict[int, tuple[float, int]], di
     return reads, writes
 
 
+def engine_ops(info: ProgramInfo) -> list[str]:
+    """The opcodes the method's EspNNDelegateBackend payloads use, by name, sorted."""
+    used = {op.opcode for backend, payload in zip(info.backends, info.payloads, strict=True)
+            if backend == BACKEND_ID for op in decode(payload, validate=False).ops}
+    return sorted(op.name.lower() for op in used)
+
+
 def read(pte: bytes, method: str = "forward") -> PteMeta:
     info = read_program(pte, method)
     reads, writes = _boundary_quant(info)
@@ -57,4 +65,5 @@ def read(pte: bytes, method: str = "forward") -> PteMeta:
         delegates=list(info.used_backends),
         inputs=inputs,
         outputs=outputs,
+        engine_ops=engine_ops(info),
     )
