@@ -50,11 +50,14 @@ def _variant(name: str, *defines: str) -> eh.Variant:
 
 SELECTED = _variant("ops_fc", "-DESPNN_ENGINE_OPS_FROM_MODELS=1")
 ALL = _variant("ops_all", "-DESPNN_ENGINE_OPS_FROM_MODELS=1", "-DESPNN_ENGINE_ALL_OPS=1")
+# the Kconfig switch (what menuconfig writes into the build's Kconfig header)
+ALL_KCONFIG = eh.Variant("ops_all_kconfig", (*SELECTED.cflags, "-DCONFIG_ESPNN_ET_ALL_OPS=1"),
+                         extra_sources=SELECTED.extra_sources, ldflags=SELECTED.ldflags)
 
 
 @functools.cache
 def _build(name: str) -> Path:
-    return eh.build({v.name: v for v in (SELECTED, ALL)}[name])
+    return eh.build({v.name: v for v in (SELECTED, ALL, ALL_KCONFIG)}[name])
 
 
 def _exe(v: eh.Variant) -> Path:
@@ -99,12 +102,13 @@ def test_an_op_not_linked_fails_init_naming_it_and_the_fix() -> None:
     assert fields["opcode"] == str(int(Opcode.ADD))
     text = r.stdout + r.stderr
     assert "op 0 (ADD)" in text and "not linked into this firmware" in text, text
-    assert "ESPNN_ENGINE_ALL_OPS=1" in text and "custom_executorch_engine_ops = all" in text
+    assert "CONFIG_ESPNN_ET_ALL_OPS=y" in text and "-DESPNN_ENGINE_ALL_OPS=1" in text
 
 
-def test_all_ops_brings_every_family_back() -> None:
+@pytest.mark.parametrize("variant", [ALL, ALL_KCONFIG], ids=lambda v: v.name)
+def test_all_ops_brings_every_family_back(variant: eh.Variant) -> None:
     case = _add()
     ref = run_delegate(case.payload, case.inputs)
-    r = eh.run(_exe(ALL), ALL, case.payload, case.inputs, len(ref))
+    r = eh.run(_exe(variant), variant, case.payload, case.inputs, len(ref))
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.outputs == [np.ascontiguousarray(a).tobytes() for a in ref]

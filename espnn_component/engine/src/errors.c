@@ -123,8 +123,8 @@ size_t espnn_format_error(const espnn_error_t *err, char *buf, size_t size)
         }
         if (err->field == espnn_field_not_linked) {
             put_str(&t, ": not linked into this firmware, which links its embedded models' ops "
-                        "only: build with ESPNN_ENGINE_ALL_OPS=1 (PlatformIO: "
-                        "custom_executorch_engine_ops = all)");
+                        "only: set CONFIG_ESPNN_ET_ALL_OPS=y (menuconfig, sdkconfig.defaults) "
+                        "or build the engine with -DESPNN_ENGINE_ALL_OPS=1");
         } else if (err->field != NULL) {
             const bool version = err->status == ESPNN_ERR_VERSION;
             put_str(&t, ": field '");

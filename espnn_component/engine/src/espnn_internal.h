@@ -207,7 +207,20 @@ typedef struct espnn_op_family {
 
 /* Which op families this firmware links (src/registry.c): every one unless the build says its
  * models are all embedded (ESPNN_ENGINE_OPS_FROM_MODELS=1) and nobody asked for all
- * (ESPNN_ENGINE_ALL_OPS=1).  Selecting needs weak references to undefined symbols: ELF only. */
+ * (-DESPNN_ENGINE_ALL_OPS=1, or CONFIG_ESPNN_ET_ALL_OPS in the build's Kconfig header:
+ * espnn_sdkconfig.h on host and Arduino builds, ESP-IDF's sdkconfig.h).  Selecting needs weak
+ * references to undefined symbols: ELF only. */
+#if defined(ESPNN_ENGINE_OPS_FROM_MODELS) && ESPNN_ENGINE_OPS_FROM_MODELS && \
+    !defined(ESPNN_ENGINE_ALL_OPS) && defined(__has_include)
+#if __has_include("espnn_sdkconfig.h")
+#include "espnn_sdkconfig.h"
+#elif defined(ESP_PLATFORM) && __has_include("sdkconfig.h")
+#include "sdkconfig.h"
+#endif
+#if defined(CONFIG_ESPNN_ET_ALL_OPS) && CONFIG_ESPNN_ET_ALL_OPS
+#define ESPNN_ENGINE_ALL_OPS 1
+#endif
+#endif
 #if defined(ESPNN_ENGINE_OPS_FROM_MODELS) && ESPNN_ENGINE_OPS_FROM_MODELS && \
     !(defined(ESPNN_ENGINE_ALL_OPS) && ESPNN_ENGINE_ALL_OPS) && defined(__ELF__)
 #define ESPNN_ENGINE_SELECTS_OPS 1
