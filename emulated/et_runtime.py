@@ -48,19 +48,20 @@ class ExecutorchTree:
         return (*includes(*dirs, system=system),
                 *(f"-D{d}" for d in self.lists.public_defines))
 
-    def runtime_units(self, max_kernels: int) -> list[Unit]:
-        """The runtime's sources, with its defines and a kernel table of ``max_kernels`` slots.
-        Only the source that reads MAX_KERNEL_NUM (the kernel registry) gets it, so a firmware
-        with another kernel count recompiles one file, not the runtime."""
+    def runtime_units(self, max_kernels: int, extra: Sequence[str] = ()) -> list[Unit]:
+        """The runtime's sources, with its defines and a kernel table of ``max_kernels`` slots
+        (``extra``: more flags, e.g. ``-DET_LOG_ENABLED=0``).  Only the source that reads
+        MAX_KERNEL_NUM (the kernel registry) gets it, so a firmware with another kernel count
+        recompiles one file, not the runtime."""
         flags = (*CXX_THIRD_PARTY, *self.header_flags(),
-                 *(f"-D{d}" for d in self.lists.runtime_defines))
+                 *(f"-D{d}" for d in self.lists.runtime_defines), *extra)
         table = f"-DMAX_KERNEL_NUM={max(1, max_kernels)}"
         return [Unit(p, (*flags, table) if "MAX_KERNEL_NUM" in p.read_text(errors="replace") else flags)
                 for p in self.trees.paths(self.lists.runtime_srcs)]
 
-    def kernel_units(self, operators: Iterable[str]) -> list[Unit]:
+    def kernel_units(self, operators: Iterable[str], extra: Sequence[str] = ()) -> list[Unit]:
         """The CPU kernels of ``operators`` and what they call (for one static library)."""
-        flags = (*CXX_THIRD_PARTY, *self.header_flags())
+        flags = (*CXX_THIRD_PARTY, *self.header_flags(), *extra)
         rel = [*self.lists.kernel_sources(operators), *self.lists.kernel_support_srcs]
         return [Unit(p, flags) for p in self.trees.paths(rel)]
 
@@ -109,12 +110,13 @@ def prepare(trees: rs.SourceTrees | None = None) -> ExecutorchTree:
     return ExecutorchTree(lists, trees, stage)
 
 
-def runtime_library(tree: ExecutorchTree, target: targets.Target, max_kernels: int) -> Path:
-    objs = build.compile_units(target, tree.runtime_units(max_kernels))
+def runtime_library(tree: ExecutorchTree, target: targets.Target, max_kernels: int,
+                    extra: Sequence[str] = ()) -> Path:
+    objs = build.compile_units(target, tree.runtime_units(max_kernels, extra))
     return build.archive(target, objs, f"executorch_runtime_k{max(1, max_kernels)}")
 
 
 def kernels_library(tree: ExecutorchTree, target: targets.Target,
-                    operators: Sequence[str]) -> Path:
-    objs = build.compile_units(target, tree.kernel_units(operators))
+                    operators: Sequence[str], extra: Sequence[str] = ()) -> Path:
+    objs = build.compile_units(target, tree.kernel_units(operators, extra))
     return build.archive(target, objs, "executorch_kernels")

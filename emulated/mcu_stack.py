@@ -41,7 +41,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +93,17 @@ STACKS: dict[str, StackTarget] = {s.name: s for s in (
 )}
 CORTEX_M7 = STACKS["cortex-m7"]
 ESP32C3 = STACKS["esp32c3"]
+
+
+def icount_stack() -> StackTarget:
+    """The Cortex-M7 stack under QEMU -icount shift=0,sleep=off, counting each inference's
+    instructions from the SysTick (cortex_m/icount.c; benchmarks/vs_tflm.py reads TFLM's the
+    same way)."""
+    m7 = targets.CORTEX_M7
+    # the same name: the same objects and caches, only QEMU's command differs
+    target = replace(m7, qemu=(m7.qemu[0], "-icount", "shift=0,sleep=off", *m7.qemu[1:]))
+    return StackTarget(target, (CORTEX_M / "board.c", CORTEX_M / "icount.c"), "esp32s3", None,
+                       ("-DEMU_COUNTS_INSTRUCTIONS",))
 # The ESP32-S3 (emulated/esp32s3.py STACK: clang-22 + the S3 gas, the windowed-ABI C library,
 # binary64 helpers and CCOUNT ticks of emulated/xtensa_s3/, the C3's libsupc++ stand-in); not
 # in STACKS: its ~400 KiB of unmapped SRAM holds the keyword spotter, not every model
@@ -319,6 +330,12 @@ def _with(units: Sequence[Unit], extra: Sequence[str]) -> list[Unit]:
     return [Unit(u.source, (*u.flags, *extra), u.label, u.inputs) for u in units]
 
 
+# builder/espnn_pio/runtime_build.py LOG_DEFINES[0]: CONFIG_ESPNN_ET_LOG_LEVEL_NONE
+LOG_OFF = ("-DET_LOG_ENABLED=0",)
+# What every build of a firmware whose models are all embedded gives the engine (src/registry.c)
+ENGINE_OPS_FROM_MODELS = "-DESPNN_ENGINE_OPS_FROM_MODELS=1"
+
+
 def component_parts(tree: et_runtime.ExecutorchTree, kernels: Kernels,
                     stack: StackTarget = CORTEX_M7, extra: Sequence[str] = ()) -> dict[str, Path]:
     """The component as three static libraries: engine, ESP-NN kernels, and the adapter with
@@ -327,7 +344,8 @@ def component_parts(tree: et_runtime.ExecutorchTree, kernels: Kernels,
     hdr = tree.header_flags()
     adapter = component.adapter_units(hdr, component.baremetal_defines(_version()), pal="baremetal")
     groups = {
-        "engine": _with(component.engine_units(kernels), extra),
+        # the model is embedded: the engine links only the op families its payloads use
+        "engine": _with(component.engine_units(kernels), (*extra, ENGINE_OPS_FROM_MODELS)),
         "esp-nn kernels": kernels.units(),
         "adapter + memory policy + PAL": [*_with(adapter, extra), *component.memory_units("host")],
     }
@@ -353,8 +371,14 @@ def board_units(stack: StackTarget) -> list[Unit]:
 def firmware(tree: et_runtime.ExecutorchTree, kernels: Kernels, app: Sequence[Unit],
              model_dir: Path, operators: Sequence[str], registration_cpp: Path,
              n_kernels: int, name: str, *, keep_registration: bool = True,
-             stack: StackTarget = CORTEX_M7, extra: Sequence[str] = ()) -> Firmware:
+             stack: StackTarget = CORTEX_M7, extra: Sequence[str] = (),
+             logging: bool = True) -> Firmware:
+    """``logging`` False: ExecuTorch's runtime and kernels and the component built with
+    ET_LOG_ENABLED=0, as CONFIG_ESPNN_ET_LOG_LEVEL_NONE builds them (their log strings leave
+    the firmware)."""
     t = stack.target
+    log = () if logging else LOG_OFF
+    extra = (*extra, *log)
     data = model_dir / "model_pte_data.S"
     pte = model_dir.parent / "model.pte"
     board = board_units(stack)
@@ -362,8 +386,8 @@ def firmware(tree: et_runtime.ExecutorchTree, kernels: Kernels, app: Sequence[Un
     reg = build.archive(t, build.compile_units(t, [Unit(
         registration_cpp, (*CXX_STRICT, *includes(registration_cpp.parent), *tree.header_flags()))]),
         "espnn_registration")
-    kernels_lib = et_runtime.kernels_library(tree, t, operators)
-    runtime_lib = et_runtime.runtime_library(tree, t, n_kernels)
+    kernels_lib = et_runtime.kernels_library(tree, t, operators, log)
+    runtime_lib = et_runtime.runtime_library(tree, t, n_kernels, log)
     parts = component_parts(tree, kernels, stack, extra)
     # The PAL and the registration sit in static libraries nothing references: -u keeps them
     # (the runtime's et_pal_* references are weak and never pull an archive member).
@@ -437,7 +461,8 @@ def prepare_model(model: StackModel, tree: et_runtime.ExecutorchTree,
 
 def run_app(p: Prepared, kernels: Kernels, tree: et_runtime.ExecutorchTree, *,
             timeout: float = 300.0, edit: dict[str, Any] | None = None,
-            keep_registration: bool = True, profile: dict[str, Any] | None = None) -> StackRun:
+            keep_registration: bool = True, profile: dict[str, Any] | None = None,
+            logging: bool = True) -> StackRun:
     """Steps 3 and 4: the header with the target's sizes (``edit`` overrides fields, as
     ``render_model`` takes them), the vectors, the application firmware and its run.  A failing
     run does not raise: the StackRun says what happened.  ``profile`` (a layer table,
@@ -447,6 +472,8 @@ def run_app(p: Prepared, kernels: Kernels, tree: et_runtime.ExecutorchTree, *,
     tag = "target" if not edit else "edit-" + hashlib.sha256(repr(sorted(edit.items())).encode()).hexdigest()[:8]
     if profile is not None:
         tag += "-profile"
+    if not logging:
+        tag += "-nolog"
     extra = ("-DESPNN_PROFILE=1",) if profile is not None else ()
     target_dir = render_model_dir(p, p.work / tag, edit, profile)
     vectors = write_vectors(p.model, kernels.name, p.work / "vectors" / kernels.name / "model_vectors.h")
@@ -454,7 +481,7 @@ def run_app(p: Prepared, kernels: Kernels, tree: et_runtime.ExecutorchTree, *,
     fw = firmware(tree, kernels, app, target_dir, p.operators, p.registration_cpp, p.n_kernels,
                   f"model-{p.model.name}-{kernels.name}-{tag}"
                   + ("" if keep_registration else "-no-u"), keep_registration=keep_registration,
-                  stack=p.stack, extra=extra)
+                  stack=p.stack, extra=extra, logging=logging)
     t1 = time.monotonic()
     r = targets.run(p.stack.target, fw.elf, timeout=timeout)
     return StackRun(p.model.name, kernels.name, p.operators, p.sizes32, p.sizes_host, fw,

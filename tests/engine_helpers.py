@@ -45,6 +45,10 @@ class Variant:
     cflags: tuple[str, ...]
     esp_nn_dir: Path | None = None  # real ESP-NN sources instead of host_espnn/
     env: dict[str, str] = field(default_factory=dict)
+    # more sources to compile and link (a model_pte_data.S: an embedded model's op selectors)
+    # and flags for the link only (-Wl,--gc-sections)
+    extra_sources: tuple[Path, ...] = ()
+    ldflags: tuple[str, ...] = ()
 
 
 HOST = Variant("host", ("-O2", "-DESPNN_HOST_STRICT"))
@@ -99,14 +103,14 @@ def _kernel_sources(v: Variant) -> list[Path]:
 
 def _hash(v: Variant, cc: str, sources: Sequence[Path]) -> str:
     h = hashlib.sha256()
-    h.update(repr((v.name, v.cflags, str(v.esp_nn_dir), cc)).encode())
+    h.update(repr((v.name, v.cflags, str(v.esp_nn_dir), cc, v.ldflags)).encode())
     headers = [*(ENGINE / "include").glob("*.h"), *(ENGINE / "src").glob("*.h"),
                *(HOST_ESPNN / "include").glob("*.h"), *(HOST_ESPNN / "src").glob("*.h")]
     if v.esp_nn_dir is not None:
         headers += [*(v.esp_nn_dir / "include").glob("*.h"),
                     *(v.esp_nn_dir / "src" / "common").glob("*.h"),
                     *(v.esp_nn_dir / "src" / "softmax").glob("*.h")]
-    for p in sorted({*sources, *_kernel_sources(v), *headers}):
+    for p in sorted({*sources, *_kernel_sources(v), *headers, *v.extra_sources}):
         h.update(str(p).encode())
         h.update(p.read_bytes())
     return h.hexdigest()[:16]
@@ -148,8 +152,12 @@ def build(v: Variant, cc: str = "gcc", replace: dict[str, Path] | None = None) -
             _run([cc, *WARNINGS, *v.cflags, *engine_inc, *kern_inc, "-c", str(src), "-o",
                   str(obj)], work)
             objs.append(str(obj))
+        for i, src in enumerate(v.extra_sources):
+            obj = work / f"x{i}.o"
+            _run([cc, *v.cflags, "-c", str(src), "-o", str(obj)], work)
+            objs.append(str(obj))
         exe = work / "espnn_run"
-        _run([cc, *v.cflags, *objs, "-o", str(exe)], work)
+        _run([cc, *v.cflags, *v.ldflags, *objs, "-o", str(exe)], work)
         shutil.move(str(exe), out)  # same filesystem: atomic for concurrent sessions
     return out
 

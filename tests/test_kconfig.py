@@ -75,6 +75,7 @@ def test_defaults_never_require_psram(tmp_path: Path) -> None:
         "CONFIG_ESPNN_ET_LOG_LEVEL_DEBUG": False,
         "CONFIG_ESPNN_ET_SERIALIZE_EXECUTE": True,
         "CONFIG_ESPNN_ET_PROFILE": False,
+        "CONFIG_ESPNN_ET_ALL_OPS": False,
     }
     # the same with PSRAM enabled: automatic stays the default
     assert kconfig.resolve(KCONFIG, [], {"SPIRAM": True}) == values

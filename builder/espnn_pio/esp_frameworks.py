@@ -258,6 +258,8 @@ def add_component_library(env: Any) -> None:
         # esp_nn.h maps each kernel to the chip's optimised one only with this (ESP-NN's
         # Kconfig default); Arduino's prebuilt sdkconfig.h has no ESP-NN options
         *esp_nn_sources.DEFINES,
+        # the models are embedded: the engine links only their op families (engine/src/registry.c)
+        *(["ESPNN_ENGINE_OPS_FROM_MODELS"] if env.get("ESPNN_ENGINE_OPS_FROM_MODELS") else []),
     ])
     libs = [env.BuildLibrary("$BUILD_DIR/executorch_espnn", str(comp), arduino_src_filter(comp))]
     kconf = env.get("ESPNN_KCONFIG")

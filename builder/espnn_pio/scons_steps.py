@@ -248,6 +248,9 @@ def _hand_over(env: Any, platform: Any, built: Built, storage: options.StorageOp
     if len(built) > 1:
         gen_dirs.append(str(_write_models_header(step_out, built, shared)))
     env["ESPNN_MODEL_GEN_DIRS"] = gen_dirs
+    # every model embedded: an engine compiled by this build (Arduino) links only the op families
+    # their model_pte_data.S select; ESP-IDF's model components say the same themselves
+    env["ESPNN_ENGINE_OPS_FROM_MODELS"] = not storage.is_partition
     if not is_espidf_esp:
         # Host and Arduino: compile the generated descriptor + bytes with the program (with a
         # partition, the header only: the model is in its partition).  The .incbin'd .pte is

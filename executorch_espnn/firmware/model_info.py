@@ -59,6 +59,10 @@ class PteMeta:
     delegates: list[str]
     inputs: list[TensorMeta] = field(default_factory=list)
     outputs: list[TensorMeta] = field(default_factory=list)
+    # the opcodes (lower-case names) the delegate payloads use: model_pte_data.S defines an
+    # espnn_engine_op_<name> selector for each, the op families a firmware of embedded models
+    # links (src/registry.c)
+    engine_ops: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -12,7 +12,8 @@ import hashlib
 
 from ..io_arena import program_homes
 from ..payload.format import DType
-from ..pte import ProgramInfo, TensorDecl, read_program
+from ..payload.reader import decode
+from ..pte import BACKEND_ID, ProgramInfo, TensorDecl, read_program
 from .model_info import PteMeta, TensorMeta
 
 
@@ -41,6 +42,13 @@ def _boundary_quant(info: ProgramInfo) -> tuple[dict[int, tuple[float, int]], di
     return reads, writes
 
 
+def engine_ops(info: ProgramInfo) -> list[str]:
+    """The opcodes the method's EspNNDelegateBackend payloads use, by name, sorted."""
+    used = {op.opcode for backend, payload in zip(info.backends, info.payloads, strict=True)
+            if backend == BACKEND_ID for op in decode(payload, validate=False).ops}
+    return sorted(op.name.lower() for op in used)
+
+
 def read(pte: bytes, method: str = "forward") -> PteMeta:
     info = read_program(pte, method)
     reads, writes = _boundary_quant(info)
@@ -62,4 +70,5 @@ def read(pte: bytes, method: str = "forward") -> PteMeta:
         delegates=list(info.used_backends),
         inputs=inputs,
         outputs=outputs,
+        engine_ops=engine_ops(info),
     )

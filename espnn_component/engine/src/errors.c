@@ -98,6 +98,8 @@ static void put_version(text_t *t, int64_t v)
     put_int(t, v & 0xFFFF);
 }
 
+const char espnn_field_not_linked[] = "opcode";
+
 size_t espnn_format_error(const espnn_error_t *err, char *buf, size_t size)
 {
     text_t t = {buf, size, 0};
@@ -119,7 +121,11 @@ size_t espnn_format_error(const espnn_error_t *err, char *buf, size_t size)
             put_str(&t, ": tensor ");
             put_int(&t, err->tensor);
         }
-        if (err->field != NULL) {
+        if (err->field == espnn_field_not_linked) {
+            put_str(&t, ": not linked into this firmware, which links its embedded models' ops "
+                        "only: set CONFIG_ESPNN_ET_ALL_OPS=y (menuconfig, sdkconfig.defaults) "
+                        "or build the engine with -DESPNN_ENGINE_ALL_OPS=1");
+        } else if (err->field != NULL) {
             const bool version = err->status == ESPNN_ERR_VERSION;
             put_str(&t, ": field '");
             put_str(&t, err->field);

@@ -135,6 +135,10 @@ typedef struct espnn_prep {
     void *data; /* the family's state, zero-filled, ESPNN_MAX_FAMILY_STATE bytes, aligned */
 } espnn_prep_t;
 
+/* The field of the error for an opcode this firmware did not link (ESPNN_ENGINE_SELECTS_OPS):
+ * espnn_format_error() words that one as the fix rather than as a field and a limit. */
+extern const char espnn_field_not_linked[];
+
 espnn_status_t espnn_fail(espnn_error_t *err, espnn_status_t status, const char *field,
                           int32_t op, int32_t opcode, int32_t tensor, int64_t value,
                           int64_t limit);
@@ -203,7 +207,31 @@ typedef struct espnn_op_family {
     uint32_t state_bytes; /* multiple of 4, <= ESPNN_MAX_FAMILY_STATE */
 } espnn_op_family_t;
 
-/* NULL if unknown; espnn_family_<opcode>, each defined in ops/<family>.c */
+/* Which op families this firmware links (src/registry.c): every one unless the build says its
+ * models are all embedded (ESPNN_ENGINE_OPS_FROM_MODELS=1) and nobody asked for all
+ * (-DESPNN_ENGINE_ALL_OPS=1, or CONFIG_ESPNN_ET_ALL_OPS in the build's Kconfig header:
+ * espnn_sdkconfig.h on host and Arduino builds, ESP-IDF's sdkconfig.h).  Selecting needs weak
+ * references to undefined symbols: ELF only. */
+#if defined(ESPNN_ENGINE_OPS_FROM_MODELS) && ESPNN_ENGINE_OPS_FROM_MODELS && \
+    !defined(ESPNN_ENGINE_ALL_OPS) && defined(__has_include)
+#if __has_include("espnn_sdkconfig.h")
+#include "espnn_sdkconfig.h"
+#elif defined(ESP_PLATFORM) && __has_include("sdkconfig.h")
+#include "sdkconfig.h"
+#endif
+#if defined(CONFIG_ESPNN_ET_ALL_OPS) && CONFIG_ESPNN_ET_ALL_OPS
+#define ESPNN_ENGINE_ALL_OPS 1
+#endif
+#endif
+#if defined(ESPNN_ENGINE_OPS_FROM_MODELS) && ESPNN_ENGINE_OPS_FROM_MODELS && \
+    !(defined(ESPNN_ENGINE_ALL_OPS) && ESPNN_ENGINE_ALL_OPS) && defined(__ELF__)
+#define ESPNN_ENGINE_SELECTS_OPS 1
+#else
+#define ESPNN_ENGINE_SELECTS_OPS 0
+#endif
+
+/* NULL if unknown, or (ESPNN_ENGINE_SELECTS_OPS) if no embedded model uses the opcode;
+ * espnn_family_<opcode>, each defined in ops/<family>.c */
 const espnn_op_family_t *espnn_op_family(uint32_t opcode);
 
 /* element size of a dtype (0 if unknown) */

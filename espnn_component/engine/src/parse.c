@@ -317,6 +317,10 @@ static espnn_status_t check_ops_structure(const uint8_t *b, const espnn_hdr_t *h
             return ofail(err, "opcode", i, -1, opcode, ESPNN_OP_COUNT - 1);
         }
         const int32_t oc = (int32_t)opcode;
+        if (espnn_op_family(opcode) == NULL) { /* a valid opcode this firmware did not link */
+            return espnn_fail(err, ESPNN_ERR_UNSUPPORTED, espnn_field_not_linked, (int32_t)i, oc,
+                              -1, opcode, 0);
+        }
         if (spec->since_minor > h->format_minor) { /* an opcode newer than the payload's format */
             return ofail(err, "opcode", i, oc, h->format_minor, spec->since_minor);
         }

@@ -6,6 +6,16 @@
  * The opcode tables: each opcode's input/parameter layout (the names are the field names
  * errors report) and the op family that prepares and runs it (espnn_family_<opcode>, defined
  * in ops/<family>.c).
+ *
+ * Which families a firmware links (docs/engine.md, "Op families a firmware links"): by
+ * default this table names every family, so --gc-sections keeps them all, as a firmware that
+ * loads models at run time needs.  Built with ESPNN_ENGINE_OPS_FROM_MODELS=1 (what the build
+ * gives a firmware whose models are all embedded), the table instead holds weak references to
+ * the selectors espnn_engine_op_<opcode> that each embedded model's model_pte_data.S defines
+ * for the opcodes its payloads use: a weak reference keeps nothing alive, so only those
+ * families are linked, and an opcode no model asked for reads as not linked (parse.c fails
+ * init naming it).  ESPNN_ENGINE_ALL_OPS=1 forces every family back; weak references to
+ * undefined symbols need ELF, so other object formats always link every family.
  */
 #include "espnn_internal.h"
 
@@ -34,6 +44,33 @@ extern const espnn_op_family_t espnn_family_layer_norm;
 extern const espnn_op_family_t espnn_family_batch_matmul;
 extern const espnn_op_family_t espnn_family_div;
 extern const espnn_op_family_t espnn_family_avg_pool2d_float;
+#if ESPNN_ENGINE_SELECTS_OPS
+extern const espnn_op_family_t *const espnn_engine_op_quantize __attribute__((weak));
+extern const espnn_op_family_t *const espnn_engine_op_dequantize __attribute__((weak));
+extern const espnn_op_family_t *const espnn_engine_op_conv2d __attribute__((weak));
+extern const espnn_op_family_t *const espnn_engine_op_depthwise_conv2d __attribute__((weak));
+extern const espnn_op_family_t *const espnn_engine_op_fully_connected __attribute__((weak));
+extern const espnn_op_family_t *const espnn_engine_op_add __attribute__((weak));
+extern const espnn_op_family_t *const espnn_engine_op_mul __attribute__((weak));
+extern const espnn_op_family_t *const espnn_engine_op_max_pool2d __attribute__((weak));
+extern const espnn_op_family_t *const espnn_engine_op_avg_pool2d __attribute__((weak));
+extern const espnn_op_family_t *const espnn_engine_op_mean_hw __attribute__((weak));
+extern const espnn_op_family_t *const espnn_engine_op_softmax __attribute__((weak));
+extern const espnn_op_family_t *const espnn_engine_op_lut __attribute__((weak));
+extern const espnn_op_family_t *const espnn_engine_op_reshape __attribute__((weak));
+extern const espnn_op_family_t *const espnn_engine_op_transpose __attribute__((weak));
+extern const espnn_op_family_t *const espnn_engine_op_slice __attribute__((weak));
+extern const espnn_op_family_t *const espnn_engine_op_concat __attribute__((weak));
+extern const espnn_op_family_t *const espnn_engine_op_pad __attribute__((weak));
+extern const espnn_op_family_t *const espnn_engine_op_upsample_nearest __attribute__((weak));
+extern const espnn_op_family_t *const espnn_engine_op_prelu __attribute__((weak));
+extern const espnn_op_family_t *const espnn_engine_op_upsample_bilinear __attribute__((weak));
+extern const espnn_op_family_t *const espnn_engine_op_transpose_conv2d __attribute__((weak));
+extern const espnn_op_family_t *const espnn_engine_op_layer_norm __attribute__((weak));
+extern const espnn_op_family_t *const espnn_engine_op_batch_matmul __attribute__((weak));
+extern const espnn_op_family_t *const espnn_engine_op_div __attribute__((weak));
+extern const espnn_op_family_t *const espnn_engine_op_avg_pool2d_float __attribute__((weak));
+#endif
 
 /* QUANTIZE, DEQUANTIZE, TRANSPOSE */
 static const char *const p_quantize[] = {
@@ -195,6 +232,36 @@ static const espnn_op_spec_t specs[ESPNN_OP_COUNT] = {
     },
 };
 
+#if ESPNN_ENGINE_SELECTS_OPS
+/* the address of each opcode's selector: NULL where no embedded model defines it */
+static const espnn_op_family_t *const *const selectors[ESPNN_OP_COUNT] = {
+    [ESPNN_OP_QUANTIZE] = &espnn_engine_op_quantize,
+    [ESPNN_OP_DEQUANTIZE] = &espnn_engine_op_dequantize,
+    [ESPNN_OP_CONV2D] = &espnn_engine_op_conv2d,
+    [ESPNN_OP_DEPTHWISE_CONV2D] = &espnn_engine_op_depthwise_conv2d,
+    [ESPNN_OP_FULLY_CONNECTED] = &espnn_engine_op_fully_connected,
+    [ESPNN_OP_ADD] = &espnn_engine_op_add,
+    [ESPNN_OP_MUL] = &espnn_engine_op_mul,
+    [ESPNN_OP_MAX_POOL2D] = &espnn_engine_op_max_pool2d,
+    [ESPNN_OP_AVG_POOL2D] = &espnn_engine_op_avg_pool2d,
+    [ESPNN_OP_MEAN_HW] = &espnn_engine_op_mean_hw,
+    [ESPNN_OP_SOFTMAX] = &espnn_engine_op_softmax,
+    [ESPNN_OP_LUT] = &espnn_engine_op_lut,
+    [ESPNN_OP_RESHAPE] = &espnn_engine_op_reshape,
+    [ESPNN_OP_TRANSPOSE] = &espnn_engine_op_transpose,
+    [ESPNN_OP_SLICE] = &espnn_engine_op_slice,
+    [ESPNN_OP_CONCAT] = &espnn_engine_op_concat,
+    [ESPNN_OP_PAD] = &espnn_engine_op_pad,
+    [ESPNN_OP_UPSAMPLE_NEAREST] = &espnn_engine_op_upsample_nearest,
+    [ESPNN_OP_PRELU] = &espnn_engine_op_prelu,
+    [ESPNN_OP_UPSAMPLE_BILINEAR] = &espnn_engine_op_upsample_bilinear,
+    [ESPNN_OP_TRANSPOSE_CONV2D] = &espnn_engine_op_transpose_conv2d,
+    [ESPNN_OP_LAYER_NORM] = &espnn_engine_op_layer_norm,
+    [ESPNN_OP_BATCH_MATMUL] = &espnn_engine_op_batch_matmul,
+    [ESPNN_OP_DIV] = &espnn_engine_op_div,
+    [ESPNN_OP_AVG_POOL2D_FLOAT] = &espnn_engine_op_avg_pool2d_float,
+};
+#else
 static const espnn_op_family_t *const families[ESPNN_OP_COUNT] = {
     [ESPNN_OP_QUANTIZE] = &espnn_family_quantize,
     [ESPNN_OP_DEQUANTIZE] = &espnn_family_dequantize,
@@ -222,6 +289,7 @@ static const espnn_op_family_t *const families[ESPNN_OP_COUNT] = {
     [ESPNN_OP_DIV] = &espnn_family_div,
     [ESPNN_OP_AVG_POOL2D_FLOAT] = &espnn_family_avg_pool2d_float,
 };
+#endif
 
 /* element size of each dtype; 0 for a code that is no dtype */
 static const uint8_t dtype_sizes[] = {
@@ -247,7 +315,11 @@ const espnn_op_family_t *espnn_op_family(uint32_t opcode)
     if (opcode == 0 || opcode >= ESPNN_OP_COUNT || specs[opcode].name == NULL) {
         return NULL;
     }
+#if ESPNN_ENGINE_SELECTS_OPS
+    return selectors[opcode] != NULL ? *selectors[opcode] : NULL;
+#else
     return families[opcode];
+#endif
 }
 
 const char *espnn_opcode_name(uint32_t opcode)

@@ -1,0 +1,186 @@
+"""The TFLite Micro firmware of benchmarks/vs_tflm.py, for the emulated Cortex-M7.
+
+TFLite Micro comes from the esp-tflite-micro tree named by ``$ESPNN_ESP_TFLITE_MICRO_DIR``
+(TFLM with Espressif's ESP-NN kernels for conv, depthwise conv, fully connected, add, mul,
+pooling and softmax, and its third_party headers), ESP-NN's ANSI C kernels from
+``$ESPNN_ESP_NN_DIR``; both are compiled the way emulated/et_runtime.py compiles the ExecuTorch
+tree it is given: the sources the tree's own component list names, with the target's flags,
+into static libraries (nothing of the trees is copied).  The application is
+benchmarks/tflm/tflm_main.cc with the model, its input and the expected output embedded.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from emulated import build, targets
+from emulated.build import Unit
+from emulated.component import CXX_THIRD_PARTY, includes
+from executorch_espnn import component_sources, rendering
+
+ROOT = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent / "tflm"
+TFLM_ENV = "ESPNN_ESP_TFLITE_MICRO_DIR"
+ESP_NN_ENV = "ESPNN_ESP_NN_DIR"
+# QEMU counts time by instructions: one per virtual nanosecond, so the 25 MHz SysTick ticks
+# once every 40 instructions (both firmwares are read the same way)
+INSN_PER_TICK = 40
+ICOUNT = ("-icount", "shift=0,sleep=off")
+
+# the op classes of the component list that esp-tflite-micro's ESP-NN kernels replace
+ESP_NN_REPLACED = ("add.cc", "conv.cc", "depthwise_conv.cc", "fully_connected.cc", "mul.cc",
+                   "pooling.cc", "softmax.cc")
+# TFLM's core, as esp-tflite-micro's CMakeLists lists it (debug_log.cc and the timer are the
+# board's: benchmarks/tflm/tflm_board.c)
+MICRO_CORE = ("flatbuffer_utils.cc", "memory_helpers.cc", "micro_allocation_info.cc",
+              "micro_allocator.cc", "micro_context.cc", "micro_interpreter_context.cc",
+              "micro_interpreter_graph.cc", "micro_interpreter.cc", "micro_log.cc",
+              "micro_op_resolver.cc", "micro_profiler.cc", "micro_resource_variable.cc",
+              "micro_time.cc", "micro_utils.cc", "system_setup.cc",
+              "memory_planner/greedy_memory_planner.cc",
+              "memory_planner/linear_memory_planner.cc",
+              "arena_allocator/non_persistent_arena_buffer_allocator.cc",
+              "arena_allocator/persistent_arena_buffer_allocator.cc",
+              "arena_allocator/single_arena_buffer_allocator.cc")
+LITE_CORE = ("kernels/kernel_util.cc", "core/c/common.cc", "core/api/flatbuffer_conversions.cc",
+             "core/api/tensor_utils.cc", "kernels/internal/common.cc",
+             "kernels/internal/quantization_util.cc", "kernels/internal/portable_tensor_utils.cc",
+             "kernels/internal/tensor_utils.cc", "kernels/internal/tensor_ctypes.cc",
+             "kernels/internal/reference/portable_tensor_utils.cc")
+MLIR_CORE = ("lite/core/api/error_reporter.cc", "lite/schema/schema_utils.cc")
+
+# TFLite builtin op (the model's) -> MicroMutableOpResolver method
+RESOLVER = {
+    "ADD": "AddAdd", "AVERAGE_POOL_2D": "AddAveragePool2D", "CONCATENATION": "AddConcatenation",
+    "CONV_2D": "AddConv2D", "DEPTHWISE_CONV_2D": "AddDepthwiseConv2D",
+    "DEQUANTIZE": "AddDequantize", "FULLY_CONNECTED": "AddFullyConnected",
+    "HARD_SWISH": "AddHardSwish", "LOGISTIC": "AddLogistic", "MAX_POOL_2D": "AddMaxPool2D",
+    "MEAN": "AddMean", "MUL": "AddMul", "PAD": "AddPad", "QUANTIZE": "AddQuantize",
+    "RELU": "AddRelu", "RELU6": "AddRelu6", "RESHAPE": "AddReshape", "SOFTMAX": "AddSoftmax",
+}
+
+RUNTIME = "TFLM runtime (interpreter, allocator, flatbuffers)"
+KERNELS = "TFLM kernels (registered ops)"
+ESP_NN = "esp-nn kernels"
+DATA = "model data (.tflite)"
+APP = "application + test vector"
+
+
+class TflmTreeError(RuntimeError):
+    """A named tree is missing or is not what the variable says; the message names the fix."""
+
+
+@dataclass(frozen=True)
+class Trees:
+    tflm: Path
+    esp_nn: Path
+
+
+def find_trees() -> Trees | str:
+    """The trees from the environment, or why not (a sentence naming the variable)."""
+    missing = [v for v in (TFLM_ENV, ESP_NN_ENV) if not os.environ.get(v)]
+    if missing:
+        return f"{', '.join(missing)} not set"
+    t = Trees(Path(os.environ[TFLM_ENV]), Path(os.environ[ESP_NN_ENV]))
+    if not (t.tflm / "tensorflow/lite/micro/kernels/esp_nn/conv.cc").is_file():
+        raise TflmTreeError(f"{TFLM_ENV}={t.tflm} has no tensorflow/lite/micro/kernels/esp_nn/"
+                            "conv.cc: point it at an espressif/esp-tflite-micro checkout")
+    if not (t.esp_nn / "include/esp_nn.h").is_file():
+        raise TflmTreeError(f"{ESP_NN_ENV}={t.esp_nn} has no include/esp_nn.h: point it at an "
+                            "espressif/esp-nn checkout")
+    return t
+
+
+def icount_target() -> targets.Target:
+    """The Cortex-M7 target whose QEMU counts time by instructions."""
+    m7 = targets.CORTEX_M7
+    return replace(m7, qemu=(m7.qemu[0], *ICOUNT, *m7.qemu[1:]))
+
+
+def _tflm_flags(t: Trees, logging: bool) -> tuple[str, ...]:
+    third = t.tflm / "third_party"
+    return (*CXX_THIRD_PARTY, "-DESP_NN=1", "-DTF_LITE_STATIC_MEMORY",
+            *(() if logging else ("-DTF_LITE_STRIP_ERROR_STRINGS",)),
+            *includes(t.tflm, third / "gemmlowp", third / "flatbuffers/include", third / "ruy",
+                      HERE / "include", t.esp_nn / "include", system=True))
+
+
+def tflm_units(t: Trees, logging: bool) -> dict[str, list[Unit]]:
+    """The TFLM sources by part: the runtime and the kernels (ESP-NN's where it has them)."""
+    lite = t.tflm / "tensorflow/lite"
+    micro = lite / "micro"
+    flags = _tflm_flags(t, logging)
+    kernels = sorted(p for p in (micro / "kernels").glob("*.cc") if p.name not in ESP_NN_REPLACED)
+    kernels += sorted((micro / "kernels/esp_nn").glob("*.cc"))
+    runtime = [*(micro / f for f in MICRO_CORE), *(lite / f for f in LITE_CORE),
+               *((t.tflm / "tensorflow/compiler/mlir") / f for f in MLIR_CORE),
+               *sorted((micro / "tflite_bridge").glob("*.cc"))]
+    return {RUNTIME: [Unit(p, flags) for p in runtime], KERNELS: [Unit(p, flags) for p in kernels]}
+
+
+def esp_nn_units(t: Trees) -> list[Unit]:
+    """ESP-NN's ANSI C kernels, the list the engine's builds use (engine/sources.cmake)."""
+    lists = component_sources.load(ROOT / "espnn_component")
+    flags = ("-std=gnu11", "-w", *includes(t.esp_nn / "include", t.esp_nn / "src/common"))
+    return [Unit(t.esp_nn / rel, flags) for rel in lists.esp_nn_ansi_kernels]
+
+
+@dataclass(frozen=True)
+class TflmFirmware:
+    elf: Path
+    parts: dict[str, tuple[Path, ...]]
+
+    @property
+    def map_file(self) -> Path:
+        return self.elf.with_suffix(".map")
+
+
+def _render(template: str, out: Path, **ctx: object) -> Path:
+    text = rendering.environment(HERE).get_template(template).render(**ctx)
+    rendering.write_if_changed(out, text)
+    return out
+
+
+def firmware(t: Trees, work: Path, ops: list[str], arena: int, logging: bool) -> TflmFirmware:
+    """The TFLM firmware of the model in ``work`` (model.tflite, input.bin, expected.bin)."""
+    unknown = sorted(set(ops) - set(RESOLVER))
+    if unknown:
+        raise TflmTreeError(f"no MicroMutableOpResolver method known for {unknown}: add them to "
+                            "benchmarks/tflm_firmware.py RESOLVER")
+    target = targets.CORTEX_M7
+    ops_h = _render("tflm_ops.h.j2", work / "tflm_ops.h", model=work.name, ops=ops,
+                    methods=[RESOLVER[o] for o in ops], arena=arena)
+    files = [("model", work / "model.tflite"), ("input", work / "input.bin"),
+             ("expected", work / "expected.bin")]
+    data = _render("data.S.j2", work / "tflm_data.S", files=[(n, str(p)) for n, p in files])
+    app_flags = (*_tflm_flags(t, logging), *includes(ops_h.parent))
+    objs = build.compile_units(target, [
+        Unit(HERE / "tflm_main.cc", app_flags),
+        Unit(HERE / "tflm_board.c", ("-std=gnu11", *includes(HERE / "include"))),
+        Unit(ROOT / "emulated/cortex_m/board.c", includes(ROOT / "espnn_component/include")),
+        Unit(data, inputs=tuple(p for _, p in files))])
+    tag = "log" if logging else "nolog"
+    libs = {part: build.archive(target, build.compile_units(target, units),
+                                f"tflm_{re.sub(r'[^a-z]+', '_', part.lower())[:24]}_{tag}")
+            for part, units in {**tflm_units(t, logging), ESP_NN: esp_nn_units(t)}.items()}
+    elf = build.link(target, [*objs, *libs.values()], f"tflm_{work.name}_{tag}")
+    return TflmFirmware(elf, {**{p: (lib,) for p, lib in libs.items()},
+                              DATA: (objs[3],), APP: tuple(objs[:3])})
+
+
+def run(fw: TflmFirmware, timeout: float = 600.0) -> dict[str, int | str]:
+    """Run the firmware under QEMU -icount; its verdict, instructions and arena."""
+    r = targets.run(icount_target(), fw.elf, timeout)
+    out: dict[str, int | str] = {"output": r.output}
+    for line in r.output.splitlines():
+        m = re.match(r"TFLM (TICKS|ARENA_USED) (\d+)$", line.strip())
+        if m:
+            out[m.group(1).lower()] = int(m.group(2))
+        if line.startswith("TFLM VERDICT "):
+            out["verdict"] = line.strip()
+    if "ticks" in out:
+        out["instructions"] = int(out["ticks"]) * INSN_PER_TICK
+    return out
