@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .payload import Opcode, Payload, Storage
-from .payload.format import NO_HOME, OP_SPECS
+from .payload import Opcode, Payload
+from .planner import arena_lifetimes, in_place_inputs
 from .scratch import ConvGeometry, conv_scratch, depthwise_scratch, softmax_scratch
 
 
@@ -113,31 +113,14 @@ class PartitionPeak:
 def partition_peak(index: int, p: Payload) -> PartitionPeak:
     """The peak over ``p``'s ops of live arena bytes plus the running kernel's scratch (see the
     module's docstring for what counts)."""
-    homed = _homed(p)
-
-    def in_arena(tid: int) -> bool:
-        return p.tensors[tid].storage == Storage.ARENA or tid in homed
-
-    first: dict[int, int] = {}
-    last: dict[int, int] = {}
-    for h in homed:
-        if p.tensors[h].storage == Storage.INPUT:
-            first[h] = last[h] = -1  # live before the first op, until its last reader
-    for i, op in enumerate(p.ops):
-        if in_arena(op.output):
-            first.setdefault(op.output, i)
-            last[op.output] = max(last.get(op.output, i), i)
-        for tid in op.inputs:
-            if tid is not None and in_arena(tid):
-                last[tid] = max(last.get(tid, i), i)
-    for h in homed:
-        if p.tensors[h].storage == Storage.OUTPUT and h in first:
-            last[h] = len(p.ops) - 1  # read by the caller after the last op
+    lifetimes = arena_lifetimes(p.tensors, p.ops, p.homes())
+    first = {tid: f for tid, (f, _) in lifetimes.items()}
+    last = {tid: until for tid, (_, until) in lifetimes.items()}
+    inplace = in_place_inputs(p.tensors, p.ops, last)
     best: PartitionPeak | None = None
     for i, op in enumerate(p.ops):
         live = [tid for tid, f in first.items() if f <= i <= last[tid]]
-        shared = _in_place_input(p, i, last)
-        if shared is not None:
+        if op.output in inplace:
             live.remove(op.output)  # the output takes its dying input's bytes
         acts = sum(p.tensors[t].nbytes for t in live)
         scratch = op_scratch(p, i)
@@ -147,29 +130,3 @@ def partition_peak(index: int, p: Payload) -> PartitionPeak:
                 LiveTensor(t, p.tensors[t].dtype.numpy_name, tuple(p.tensors[t].dims), p.tensors[t].nbytes,
                            first[t], p.ops[first[t]].opcode.name if first[t] >= 0 else "-") for t in ordered))
     return best if best is not None else PartitionPeak(index, -1, "-", 0, 0, ())
-
-
-def _homed(p: Payload) -> set[int]:
-    """The delegate input/output tensors with an io home in the arena."""
-    if p.io_homes is None:
-        return set()
-    return {tid for tid, home in zip(p.inputs + p.outputs, p.io_homes, strict=True) if home != NO_HOME}
-
-
-def _in_place_input(p: Payload, i: int, last: dict[int, int]) -> int | None:
-    """The input op ``i`` may overwrite with its output by the format's in-place rule (an
-    in-place slot, the same bytes, dims unless the op allows any, last read here, read once)."""
-    op = p.ops[i]
-    out = p.tensors[op.output]
-    spec = OP_SPECS[op.opcode]
-    if out.storage != Storage.ARENA:
-        return None
-    for s in spec.in_place_slots:
-        tid = op.inputs[s]
-        if tid is None:
-            continue
-        t = p.tensors[tid]
-        if (t.storage == Storage.ARENA and last.get(tid) == i and t.nbytes == out.nbytes
-                and (spec.in_place_any_dims or t.dims == out.dims) and op.inputs.count(tid) == 1):
-            return tid
-    return None

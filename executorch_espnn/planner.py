@@ -270,40 +270,61 @@ def in_place_inputs(tensors: Sequence[TensorRec], ops: Sequence[OpRec], last: di
     return inplace
 
 
-def payload_buffers(tensors: Sequence[TensorRec], ops: Sequence[OpRec], homed: Collection[int] = ()) -> list[PlanBuffer]:
-    """Every arena tensor (id = tensor id) and every op's scratch (id = ``scratch_key``) of a
-    payload as a ``PlanBuffer``: written by the first op that outputs it, live to its last
-    reader, in place of an input where ``in_place_inputs`` allows it.
+def arena_lifetimes(tensors: Sequence[TensorRec], ops: Sequence[OpRec],
+                    homed: Collection[int] = ()) -> dict[int, tuple[int, int]]:
+    """(first, last) op index of every written arena tensor and every homed delegate I/O tensor:
+    the one home of the rule the planner, the peak and the report's timeline share.
 
-    ``homed`` names delegate input/output tensors that get a home in the arena (format 2.4's
-    io homes): an input is live from before the first op to its last reader, an output from
-    the op that writes it to the end, so the program's I/O shares the arena with the
-    activations and an input's bytes are reused once it is consumed."""
+    An arena tensor lives from the first op that writes it to its last reader.  ``homed`` names
+    delegate inputs/outputs with a home in the arena (format 2.4's io homes): an input is live
+    from before the first op (-1) to its last reader, an output from its writer to the last op,
+    where the caller reads it."""
     first: dict[int, int] = {}
     last: dict[int, int] = {}
+    for tid in homed:
+        storage = tensors[tid].storage
+        if storage == Storage.INPUT:
+            first[tid] = last[tid] = -1
+        elif storage != Storage.OUTPUT:
+            raise AssertionError(f"tensor {tid} is not a delegate input or output: it cannot have an io home")
+
+    def tracked(tid: int) -> bool:
+        return tensors[tid].storage == Storage.ARENA or tid in homed
+
     for i, op in enumerate(ops):
-        first.setdefault(op.output, i)
-        last[op.output] = max(last.get(op.output, i), i)
-        for tid in op.inputs:
-            if tid is not None:
-                last[tid] = max(last.get(tid, i), i)
-    inplace = in_place_inputs(tensors, ops, last)
+        if tracked(op.output):
+            first.setdefault(op.output, i)
+            last[op.output] = max(last.get(op.output, i), i)
+        for src in op.inputs:
+            if src is not None and tracked(src):
+                last[src] = max(last.get(src, i), i)
+    for tid in homed:
+        if tensors[tid].storage == Storage.OUTPUT and tid in first:
+            last[tid] = len(ops) - 1
+    return {tid: (f, last[tid]) for tid, f in first.items()}
+
+
+def payload_buffers(tensors: Sequence[TensorRec], ops: Sequence[OpRec], homed: Collection[int] = ()) -> list[PlanBuffer]:
+    """Every arena tensor (id = tensor id), every homed delegate I/O tensor and every op's
+    scratch (id = ``scratch_key``) of a payload as a ``PlanBuffer``, with the lifetimes of
+    ``arena_lifetimes``, in place of an input where ``in_place_inputs`` allows it: the
+    program's I/O shares the arena with the activations and an input's bytes are reused once
+    it is consumed."""
+    lifetimes = arena_lifetimes(tensors, ops, homed)
+    inplace = in_place_inputs(tensors, ops, {tid: until for tid, (_, until) in lifetimes.items()})
     buffers: list[PlanBuffer] = []
     for tid, t in enumerate(tensors):
         if t.storage != Storage.ARENA:
             continue
-        if tid not in first:
+        if tid not in lifetimes:
             raise AssertionError(f"arena tensor {tid} is never written")
-        buffers.append(PlanBuffer(tid, t.nbytes, first[tid], last[tid], inplace.get(tid)))
+        f, until = lifetimes[tid]
+        buffers.append(PlanBuffer(tid, t.nbytes, f, until, inplace.get(tid)))
     end = max(len(ops) - 1, 0)
     for tid in sorted(homed):
-        t = tensors[tid]
-        if t.storage == Storage.INPUT:
-            buffers.append(PlanBuffer(tid, t.nbytes, 0, last.get(tid, 0)))
-        elif t.storage == Storage.OUTPUT:
-            buffers.append(PlanBuffer(tid, t.nbytes, first.get(tid, end), end))
-        else:
-            raise AssertionError(f"tensor {tid} is not a delegate input or output: it cannot have an io home")
+        # an unread input still holds its bytes at op 0; an unwritten output at the end
+        f, until = lifetimes.get(tid, (end, end))
+        buffers.append(PlanBuffer(tid, tensors[tid].nbytes, max(f, 0), max(until, 0)))
     for i, op in enumerate(ops):
         if op.scratch_size:
             buffers.append(PlanBuffer(scratch_key(i), op.scratch_size, i, i))

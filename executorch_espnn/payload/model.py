@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from .format import (
     FORMAT_MAJOR,
     FORMAT_MINOR,
+    NO_HOME,
     DType,
     Opcode,
     Storage,
@@ -65,3 +66,10 @@ class Payload:
     flags: int = 0  # header flags; HEADER_FLAG_IO_HOMES is set exactly when io_homes is not None
     # the inputs' then the outputs' arena offsets (NO_HOME: none), or None: no io-homes table
     io_homes: list[int] | None = None
+
+    def homes(self) -> dict[int, int]:
+        """Tensor id -> arena offset of every delegate input/output with an io home."""
+        if self.io_homes is None:
+            return {}
+        return {tid: home for tid, home in zip(self.inputs + self.outputs, self.io_homes, strict=True)
+                if home != NO_HOME}

@@ -11,9 +11,10 @@ from ..decisions import OpDecision
 from ..errors import PteError
 from ..kernel_choice import ansi_ops
 from ..payload import DType, Opcode, Payload, PayloadError, Storage, decode
-from ..payload.format import AVG_TORCH_ADAPTIVE, AVG_TORCH_MEAN, AVG_TORCH_POOL, NO_HOME
+from ..payload.format import AVG_TORCH_ADAPTIVE, AVG_TORCH_MEAN, AVG_TORCH_POOL
 from ..payload.state import state_bytes
 from ..payload_peak import PartitionPeak, partition_peak
+from ..planner import arena_lifetimes
 from ..pte import BACKEND_ID, SCALAR_TYPES, DelegateCallInfo, ProgramInfo, TensorDecl, read_program
 from .ram import held_io
 from .records import (
@@ -70,45 +71,32 @@ def arena_timeline(p: Payload) -> ArenaTimeline:
     home (format 2.4) is an arena tensor at its home: an input from op 0 to its last reader, an
     output from its writer to the last op."""
     n = len(p.ops)
-    homes = {tid: h for tid, h in zip(p.inputs + p.outputs, p.io_homes or [], strict=False) if h != NO_HOME}
+    homes = p.homes()
+    # a homed input is live "before op 0": the timeline starts it at op 0
+    spans = {tid: (max(f, 0), max(until, f, 0)) for tid, (f, until) in arena_lifetimes(p.tensors, p.ops, homes).items()}
 
     def offset(tid: int) -> int:
         return homes.get(tid, p.tensors[tid].offset)
 
-    def in_arena(tid: int) -> bool:
-        return p.tensors[tid].storage == Storage.ARENA or tid in homes
-
-    first: dict[int, int] = {tid: 0 for tid in homes if p.tensors[tid].storage == Storage.INPUT}
-    last: dict[int, int] = dict(first)
-    for i, op in enumerate(p.ops):
-        for tid in op.inputs:
-            if tid is not None and in_arena(tid):
-                last[tid] = i
-        if in_arena(op.output):
-            first[op.output] = i
-            last.setdefault(op.output, i)
-    for tid in homes:
-        if p.tensors[tid].storage == Storage.OUTPUT and tid in first:
-            last[tid] = n - 1
     live = [0] * n
-    for tid, f in first.items():
-        for i in range(f, max(last[tid], f) + 1):
+    for tid, (f, until) in spans.items():
+        for i in range(f, until + 1):
             live[i] += p.tensors[tid].nbytes
     for i, op in enumerate(p.ops):
         live[i] += op.scratch_size
         out = p.tensors[op.output]
         if out.storage != Storage.ARENA:
             continue
-        for tid in op.inputs:
-            if tid is None:
+        for src in op.inputs:
+            if src is None:
                 continue
-            t = p.tensors[tid]
-            if (t.storage == Storage.ARENA and last.get(tid) == i and t.offset == out.offset
+            t = p.tensors[src]
+            if (t.storage == Storage.ARENA and spans.get(src, (0, -1))[1] == i and t.offset == out.offset
                     and t.nbytes == out.nbytes):  # (homed io tensors are never in place)
                 live[i] -= out.nbytes
                 break
-    tensors = tuple(ArenaTensor(tid, offset(tid), p.tensors[tid].nbytes, f, max(last[tid], f))
-                    for tid, f in sorted(first.items(), key=lambda kv: (kv[1], kv[0])))
+    tensors = tuple(ArenaTensor(tid, offset(tid), p.tensors[tid].nbytes, f, until)
+                    for tid, (f, until) in sorted(spans.items(), key=lambda kv: (kv[1][0], kv[0])))
     scratch = tuple((i, op.scratch_offset, op.scratch_size) for i, op in enumerate(p.ops) if op.scratch_size)
     return ArenaTimeline(tensors, scratch, tuple(live))
 
