@@ -618,20 +618,33 @@ size_t tensor_bytes(const espnn_pte_tensor_t &info) {
     return n;
 }
 
-/* Where an I/O tensor that ExecuTorch did not plan lives (lower(..., io_arena=True), the
- * default): its home in the delegate arena, from the description, so the input's bytes are
+/* Where program I/O tensor k (inputs first, then outputs) lives. */
+enum class IoHome { Planned, Arena, Own };
+
+/* ExecuTorch's planned storage when it planned the tensor; otherwise (lower(..., io_arena=True),
+ * the default) its home in the delegate arena, from the description, so the input's bytes are
  * reused once consumed and the output is written in place by the last op.  A model on a shared
  * arena cannot keep its I/O there (the other models' runs would overwrite it between calls):
  * those tensors, and any without a home, get a block of their own in io_pool. */
+IoHome io_home(const EspnnModel::Impl &impl, size_t k, bool shared) {
+    const espnn_pte_desc_t &d = impl.desc;
+    const et::MethodMeta meta = impl.method->method_meta();
+    const bool planned = k < d.n_inputs ? meta.input_tensor_meta(k)->is_memory_planned()
+                                        : meta.output_tensor_meta(k - d.n_inputs)->is_memory_planned();
+    if (planned) {
+        return IoHome::Planned;
+    }
+    const espnn_pte_tensor_t &info = k < d.n_inputs ? d.inputs[k] : d.outputs[k - d.n_inputs];
+    return !shared && info.in_arena && impl.arena != nullptr ? IoHome::Arena : IoHome::Own;
+}
+
+/* io_pool: one block for every I/O tensor whose io_home is Own. */
 bool place_unplanned(EspnnModel::Impl &impl, bool shared, char *msg, size_t msg_size) {
     const espnn_pte_desc_t &d = impl.desc;
     size_t own = 0;
     for (size_t k = 0; k < d.n_inputs + d.n_outputs; ++k) {
-        const espnn_pte_tensor_t &info = k < d.n_inputs ? d.inputs[k] : d.outputs[k - d.n_inputs];
-        const bool planned = k < d.n_inputs ? impl.method->method_meta().input_tensor_meta(k)->is_memory_planned()
-                                            : impl.method->method_meta().output_tensor_meta(k - d.n_inputs)->is_memory_planned();
-        if (!planned && (shared || !info.in_arena || impl.arena == nullptr)) {
-            own = align_up(own, kPoolAlign) + tensor_bytes(info);
+        if (io_home(impl, k, shared) == IoHome::Own) {
+            own = align_up(own, kPoolAlign) + tensor_bytes(k < d.n_inputs ? d.inputs[k] : d.outputs[k - d.n_inputs]);
         }
     }
     if (own > 0) {
@@ -678,12 +691,11 @@ bool bind_slots(EspnnModel::Impl &impl, bool shared, const char *method_name, ch
             return false;
         }
         const auto &tensor = value->toTensor();
-        const bool planned = is_output ? impl.method->method_meta().output_tensor_meta(i)->is_memory_planned()
-                                       : impl.method->method_meta().input_tensor_meta(i)->is_memory_planned();
-        if (!planned) {
+        const IoHome home = io_home(impl, k, shared);
+        if (home != IoHome::Planned) {
             const size_t bytes = tensor_bytes(info);
             uint8_t *where = nullptr;
-            if (!shared && info.in_arena && impl.arena != nullptr) {
+            if (home == IoHome::Arena) {
                 if (static_cast<uint64_t>(info.arena_offset) + bytes > d.arena_bytes) {
                     snprintf(msg, msg_size,
                              "%s %lu of method '%.40s': model_pte.h places it at arena offset %lu, past the arena "
