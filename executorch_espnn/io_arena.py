@@ -106,13 +106,15 @@ def place(edge: EdgeProgramManager) -> IoArena:
         if src is not None:
             out_args.add(src[1])
     io = IoArena(inputs_ok, outputs_ok)
-    if first is last and (io.inputs or io.outputs):
-        _rehome(gm, first, in_args if io.inputs else set(), out_args if io.outputs else set())
-    else:
-        if io.inputs:
-            _rehome(gm, first, in_args, set())
-        if io.outputs:
-            _rehome(gm, last, set(), out_args)
+    # (call -> its homed input and output positions: one re-plan per call, also when the first
+    # call is the last)
+    homes: dict[Node, tuple[set[int], set[int]]] = {}
+    if io.inputs:
+        homes.setdefault(first, (set(), set()))[0].update(in_args)
+    if io.outputs:
+        homes.setdefault(last, (set(), set()))[1].update(out_args)
+    for call, (ins, outs) in homes.items():
+        _rehome(gm, call, ins, outs)
     return io
 
 
