@@ -88,6 +88,18 @@ def test_the_inputs_bytes_are_reused_once_it_is_consumed(
     assert reusers
 
 
+
+def test_an_input_and_an_output_may_share_bytes(conv_pair: tuple[ee.LoweredModel, ee.LoweredModel]) -> None:
+    """docs/runtime.md's warning: the input is dead before the output is written, so the planner
+    may give both the same bytes (here both at offset 0): input() and output() then alias, and
+    writing the next input overwrites the last result."""
+    (p,) = [decode(d) for d in delegate_payloads(conv_pair[0].pte)]
+    spans = {t.tensor: t for t in arena_timeline(p).tensors}
+    x, y = spans[p.inputs[0]], spans[p.outputs[0]]
+    assert x.offset < y.offset + y.nbytes and y.offset < x.offset + x.nbytes  # they overlap
+    assert x.last < y.first  # and are never live together
+    assert program_homes(read_program(conv_pair[0].pte)) == ([x.offset], [y.offset])
+
 def test_results_are_bit_exact_with_the_planned_layout(
         conv_pair: tuple[ee.LoweredModel, ee.LoweredModel]) -> None:
     homed, planned = conv_pair
