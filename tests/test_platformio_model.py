@@ -187,6 +187,28 @@ def test_esp_summary_says_when_pools_are_64_bit_upper_bounds() -> None:
     assert not [ln for ln in esp32 if "pointers" in ln]
 
 
+
+def test_summary_says_when_the_programs_io_lives_in_the_arena() -> None:
+    """With the I/O in the arena (the default lowering) the build summary tells the sketch's
+    author the one rule it brings; a program whose I/O ExecuTorch plans gets no such line."""
+    from devkit.model_files import model_info_from
+    from executorch_espnn.firmware import summary as report
+
+    def tensor(in_arena: bool) -> dict[str, object]:
+        return {"name": "x", "dtype": 1, "dtype_name": "int8", "dims": [1, 8], "numel": 8, "nbytes": 8,
+                "in_arena": in_arena, "arena_offset": 0}
+
+    def lines(in_arena: bool) -> list[str]:
+        return report.summary_lines(model_info_from({
+            "pte": {"size": 64, "sha256": "0" * 64, "delegates": ["EspNNDelegateBackend"],
+                    "inputs": [tensor(in_arena)], "outputs": [tensor(in_arena)]},
+            "ops": {"delegated": 3, "cpu": 0, "cpu_list": [], "partitions": 1}, "warnings": []}), None)
+
+    homed = [ln for ln in lines(True) if ln.startswith("  program I/O:")]
+    assert homed == ["  program I/O: 2 of 2 tensors live in the arena (no planned memory for them): write the "
+                     "inputs before every invoke(), read the outputs before the next"]
+    assert not [ln for ln in lines(False) if "program I/O" in ln]
+
 def test_header_sized_for_32_bit_refuses_a_64_bit_build(tmp_path: Path) -> None:
     """model_pte.h says which pointer size its pools were measured with; one measured on a
     32-bit target stops a 64-bit build (its pools would be too small) and states it."""

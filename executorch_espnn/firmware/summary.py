@@ -53,6 +53,13 @@ def summary_lines(info: ModelInfo, budget: RamBudget | None) -> list[str]:
         f"temp {_kib(s.temp_allocator_bytes)}, "
         f"weights {_kib(s.weights_bytes)} (in flash, used in place)"
     )
+    io = pte.inputs + pte.outputs
+    homed = [t for t in io if t.in_arena]
+    if homed:  # lower(..., io_arena=True): what the sketch must know about input()/output()
+        lines.append(
+            f"  program I/O: {len(homed)} of {len(io)} tensors live in the arena (no planned memory for "
+            "them): write the inputs before every invoke(), read the outputs before the next"
+        )
     if budget is not None and s.pointer_bytes > 4:
         lines.append(
             f"  (state, method and temp allocator measured with {s.pointer_bytes}-byte pointers on "
