@@ -13,7 +13,10 @@ zero, PyTorch to even, and the next depthwise convolution amplifies the 1-LSB di
 benchmarks/rounding.py, with this training: 77.53 % and 1).  On AVG_POOL2D_FLOAT
 (tests/test_rounding.py) it agrees exactly; the plain CNN and the MLP (no average pool) for contrast.
 The GRU and the LSTM read each image's rows as 8 time steps (issue 25): unrolled by the
-quantizer, every step on the delegate.
+quantizer, every step on the delegate.  Two attention models (issue 25) too: a transformer
+encoder block over the 8 rows as tokens (softmax attention, layer norms, GELU MLP, the token
+mean of [N, T, C]) and EfficientViT-B's ReLU linear attention (LiteMLA, its division by a
+tensor and the matmuls around it) over the 64 pixels.
 Deterministic: fixed seeds and one thread.
 """
 
@@ -30,6 +33,53 @@ from devkit.digits import MODELS, Digits, load_digits_split, train
 from devkit.lowering_helpers import lower, quantize_module
 from executorch_espnn.reference import run_delegate
 from tests import engine_helpers as eh
+from tests.arch_blocks import LiteMLA
+
+
+class RowTransformer(nn.Module):
+    """One pre-norm transformer encoder block over the image's 8 rows as tokens of 8 pixels,
+    then the mean over the tokens and a classifier."""
+
+    def __init__(self, dim: int = 16, heads: int = 2) -> None:
+        super().__init__()
+        self.heads, self.dh = heads, dim // heads
+        self.embed = nn.Linear(8, dim)
+        self.pos = nn.Parameter(torch.zeros(1, 8, dim))
+        self.norm1, self.qkv, self.proj = nn.LayerNorm(dim), nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+        self.norm2 = nn.LayerNorm(dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, 2 * dim), nn.GELU(), nn.Linear(2 * dim, dim))
+        self.fc = nn.Linear(dim, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        t = self.embed(x[:, 0]) + self.pos  # [N, 1, 8, 8] -> [N, T = 8 rows, dim]
+        n, steps, c = t.shape
+        q, k, v = self.qkv(self.norm1(t)).reshape(n, steps, 3, self.heads, self.dh).permute(2, 0, 3, 1, 4)
+        a = torch.softmax(q @ k.transpose(-1, -2) * self.dh ** -0.5, dim=-1)
+        t = t + self.proj((a @ v).transpose(1, 2).reshape(n, steps, c))
+        t = t + self.mlp(self.norm2(t))
+        return self.fc(t.mean(1))
+
+
+class PixelLinearAttention(nn.Module):
+    """A 3x3 stem to 16 channels, one EfficientViT-B context block (LiteMLA: ReLU linear
+    attention over the 64 pixels) as a residual, the spatial mean and a classifier."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU())
+        self.attn = LiteMLA(16, dim=8)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.stem(x)
+        return self.fc((x + self.attn(x)).mean([2, 3]))
+
+
+# (name, model, training steps, an opcode the lowering must use, slow to lower), as devkit.digits
+ATTENTION_MODELS: list[tuple[str, Callable[[], nn.Module], int, str | None, bool]] = [
+    ("row_transformer", RowTransformer, 1500, "SOFTMAX", False),
+    ("pixel_linear_attention", PixelLinearAttention, 300, "DIV", False),
+]
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +97,7 @@ def digits() -> Digits:
 
 @pytest.mark.parametrize(("make", "steps", "opcode"), [
     pytest.param(make, steps, opcode, id=name, marks=[pytest.mark.slow] if slow else [])
-    for name, make, steps, opcode, slow in MODELS
+    for name, make, steps, opcode, slow in MODELS + ATTENTION_MODELS
 ])
 def test_trained_on_digits_agrees_with_pytorchs_quantized_model(
         one_thread: None, digits: Digits, make: Callable[[], nn.Module], steps: int,
