@@ -391,6 +391,12 @@ def _cpu_kernel_entries(info: ProgramInfo) -> list[OpEntry]:
             for k in info.kernel_calls]
 
 
+def nhwc_copy_warning(index: int, name: str) -> str:
+    return (f'input {index} ({name}) is taken channels-last (input_layout="nhwc"), but the first '
+            "delegated op reads it in NCHW order (not a convolution): the payload transposes it "
+            'once; input_layout="nchw" would have the caller do that copy instead')
+
+
 def build_report(
     pte: bytes,
     *,
@@ -404,8 +410,10 @@ def build_report(
     partition_starts: Sequence[str] | None = None,
     accuracy: AccuracyReport | None = None,
     profile: dict[str, Any] | None = None,
+    nhwc_inputs: Sequence[int] = (),
 ) -> LoweringReport:
-    """The report of a ``.pte``.  ``decisions`` (from ``EspNNPartitioner.decisions``) supply
+    """The report of a ``.pte``.  ``nhwc_inputs``: the program inputs a channels-last lowering
+    takes as [N, H, W, C] (``lower(..., input_layout="nhwc")``; a .pte does not record it).  ``decisions`` (from ``EspNNPartitioner.decisions``) supply
     the reasons and locations, ``partition_starts`` (``EspNNPartitioner.partition_starts``)
     why each partition starts where it does; without them (a ready .pte) operators are
     listed from the payloads and the program's CPU instructions."""
@@ -444,9 +452,12 @@ def build_report(
     cpu_weights = info.constant_tensor_bytes
     planned = list(info.planned_buffers)
     ins, outs = _io_specs(info, decoded, input_names, output_names)
+    ins = [replace(t, layout="NHWC") if i in nhwc_inputs else t for i, t in enumerate(ins)]
 
     tgt = target or (partitions[0].target if partitions else "unknown")
     warn = list(warnings)
+    warn += [nhwc_copy_warning(i, t.name) for i, t in enumerate(ins)
+             if i in nhwc_inputs and t.access == "transposed copy"]
     if calibrated is False and UNCALIBRATED_WARNING not in warn:
         warn.insert(0, UNCALIBRATED_WARNING)
     if not partitions:
