@@ -25,6 +25,7 @@ from .records import (
     LoweringReport,
     OpEntry,
     PartitionReport,
+    RamFirstLayer,
     TensorSpec,
 )
 
@@ -297,10 +298,29 @@ def analyse_payload(index: int, data: bytes) -> tuple[PartitionReport, list[Fast
         target=p.target.name.lower(),
         producer=".".join(map(str, p.producer)),
         arena=timeline,
-        ansi_ops=tuple((c.op, c.opcode, c.saved_bytes) for c in ansi_ops(p)),
     )
     layers = [lay for i in range(len(p.ops)) if (lay := _fast_path_layer(index, i, p)) is not None]
-    return rep, layers, p
+    return replace(rep, ansi_ops=_ram_first_layers(p, layers)), layers, p
+
+
+def _ram_first_layers(p: Payload, layers: Sequence[FastPathLayer]) -> tuple[RamFirstLayer, ...]:
+    """The ops on ESP-NN's ANSI kernel by choice, named like the fast-path table, with the
+    measured instruction cost when the cost cache has one (executorch_espnn.kernel_cost)."""
+    from ..kernel_cost import NOT_MEASURED, cost_key, lookup
+
+    by_op = {lay.op: lay for lay in layers}
+    chip = "ESP32-" + p.target.name[len("ESP32"):]  # only S3/P4 kernels take scratch
+    out = []
+    for c in ansi_ops(p):
+        lay = by_op.get(c.op)
+        cost = lookup(cost_key(p, c.op))
+        out.append(RamFirstLayer(
+            c.op, c.opcode, lay.layer if lay else c.opcode.lower(), lay.shape if lay else "", c.saved_bytes,
+            "ESP-NN ANSI C", f"ESP-NN {chip} SIMD",
+            None if cost is None else (cost.fast_instructions, cost.ansi_instructions),
+            NOT_MEASURED if cost is None else cost.source,
+        ))
+    return tuple(out)
 
 
 # ---------------------------------------------------------------------------------------------
