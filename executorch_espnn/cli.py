@@ -3,7 +3,7 @@
 
     build MODEL --out DIR [--target esp32s3] [--strict] [--calibration data.npz]
           [--validation val.npz] [--selftest N] [--io float|int8] [--optimize speed|ram] [--profile]
-          [--no-io-arena]
+          [--no-io-arena] [--input-layout nchw|nhwc]
         lowers a .py/.pt2 model (or takes a ready .pte) and writes DIR/model.pte,
         DIR/report.json, DIR/report.txt, DIR/report.html (the same report as one self-contained
         page) and DIR/selected_operators.yaml (and, with --selftest N, DIR/selftest.npz: N inputs
@@ -93,6 +93,10 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--no-io-arena", dest="io_arena", action="store_false",
                    help="keep the program's inputs and outputs in ExecuTorch's planned memory instead of "
                         "the delegate arena (for models sharing one arena, or loaded from a partition)")
+    b.add_argument("--input-layout", dest="input_layout", default="nchw", metavar="nchw|nhwc",
+                   help="nchw (default): 4-D inputs as the model takes them; nhwc: the program takes them "
+                        "channels-last, [N, H, W, C] (camera RGB bytes), read by the first convolution "
+                        "with no transposing copy (calibration/validation data stay NCHW)")
     b.add_argument("--verbose", action="store_true", help="show tracebacks on errors")
     b.add_argument("--quiet", action="store_true", help="print only errors")
 
@@ -174,6 +178,9 @@ def _build(args: argparse.Namespace, out: TextIO) -> int:
     from .kernel_choice import check_optimize
 
     optimize = check_optimize(args.optimize)
+    from .input_layout import check_input_layout
+
+    input_layout = check_input_layout(args.input_layout)
 
     def say(msg: str) -> None:
         if not args.quiet:
@@ -203,6 +210,14 @@ def _build(args: argparse.Namespace, out: TextIO) -> int:
         raise OptionValueError(
             "optimize", args.optimize, f"{args.model.name} is an already lowered .pte, whose kernels are fixed",
             "pass the .py or .pt2 model to lower it with --optimize ram",
+        )
+    if src.kind == "pte" and input_layout != "nchw":
+        from .errors import OptionValueError
+
+        raise OptionValueError(
+            "input_layout", args.input_layout,
+            f"{args.model.name} is an already lowered .pte, whose input layout is fixed",
+            "pass the .py or .pt2 model to lower it with --input-layout nhwc",
         )
     if src.kind == "pte":
         from .report import build_report
@@ -236,7 +251,7 @@ def _build(args: argparse.Namespace, out: TextIO) -> int:
         lowered = lower(src.model, src.example_inputs, src.calibration, target=target,
                         strict=args.strict, progress=say, selftest=args.selftest,
                         validation=src.validation, io=io, optimize=optimize, profile=args.profile,
-                        io_arena=args.io_arena)
+                        io_arena=args.io_arena, input_layout=input_layout)
         report, pte, selftest, table = lowered.report, lowered.pte, lowered.selftest, lowered.profile
     written = _write_outputs(args.out, pte, json.dumps(report.to_dict(), indent=2) + "\n", str(report),
                              report.html())
@@ -371,7 +386,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
             traceback.print_exc(file=stderr)
         msg = str(exc).strip() or type(exc).__name__
         if isinstance(exc, OptionValueError):
-            msg = exc.spelled(f"--{exc.option} ")
+            msg = exc.spelled(f"--{exc.option.replace('_', '-')} ")
         print(f"error: {msg}", file=stderr, flush=True)
         return 1
     except KeyboardInterrupt:

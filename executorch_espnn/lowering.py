@@ -159,6 +159,7 @@ def lower(
     optimize: str = "speed",
     profile: bool = False,
     io_arena: bool = True,
+    input_layout: str = "nchw",
 ) -> LoweredModel:
     """Lower ``model`` for ``target`` and return the program, its report and stage timings.
 
@@ -204,18 +205,25 @@ def lower(
     ExecuTorch's planned memory (what several models sharing one arena, and models loaded from
     a partition, need: their I/O must outlive the other models' runs).
     """
+    from .input_layout import check_input_layout
     from .kernel_choice import check_optimize
     from .program_io import check_io
     from .selftest import check_count
 
     io_kind = check_io(io)
     optimize = check_optimize(optimize)
+    layout = check_input_layout(input_layout)
     tgt = check_target(target)
     n_selftest = check_count(selftest)
     stages = _Stages(progress or (lambda _msg: None))
+    nhwc_inputs: list[int] = []
+    names: list[str] | None = None
+    if layout == "nhwc":
+        model, example_inputs, calibration, validation, nhwc_inputs, names = _channels_last(
+            model, example_inputs, calibration, validation)
 
     ep, example_inputs = _export_stage(stages, model, example_inputs)
-    input_names = list(ep.graph_signature.user_inputs)
+    input_names = names or list(ep.graph_signature.user_inputs)
     val = _validation_data(validation, example_inputs)  # checked before any lowering work
     samples: tuple[list[tuple[Any, ...]], str] | None = None
     if n_selftest:
@@ -261,6 +269,7 @@ def lower(
         timings=timings.as_dict(),
         accuracy=accuracy,
         profile=None if table is None else table.to_dict(),
+        nhwc_inputs=nhwc_inputs,
     )
     st = None
     if selftest_io is not None:
@@ -269,6 +278,41 @@ def lower(
         source, stored, outputs = selftest_io
         st = build_selftest(source, stored, outputs, report.outputs)
     return LoweredModel(pte, report, timings, qep, st, accuracy, table)
+
+
+def _channels_last(
+    model: torch.nn.Module | ExportedProgram,
+    example_inputs: tuple[Any, ...] | None,
+    calibration: Iterable[Any] | None,
+    validation: Iterable[Any] | ValidationData | None,
+) -> tuple[torch.nn.Module, tuple[Any, ...], Iterable[Any] | None, Iterable[Any] | ValidationData | None,
+           list[int], list[str] | None]:
+    """input_layout="nhwc": the model wrapped to take its 4-D inputs channels-last, and the
+    caller's NCHW data transposed to match (executorch_espnn.input_layout)."""
+    import torch
+
+    from .input_layout import image_inputs, input_names, samples_to_nhwc, to_nhwc, wrap
+    from .modelfile import ValidationData
+
+    if example_inputs is None and isinstance(model, torch.export.ExportedProgram) \
+            and model.example_inputs is not None:
+        example_inputs = tuple(model.example_inputs[0])
+    if not isinstance(example_inputs, tuple):
+        raise LoweringError(
+            'lower(..., input_layout="nhwc") needs example_inputs as a tuple of tensors in the model\'s '
+            "own NCHW shapes, e.g. (torch.randn(1, 3, 96, 96),)"
+        )
+    indices = image_inputs(example_inputs)
+    names = input_names(model, len(example_inputs))
+    wrapped = wrap(model, indices)
+    if calibration is not None:
+        calibration = samples_to_nhwc(calibration, indices)
+    if isinstance(validation, ValidationData):
+        validation = ValidationData([to_nhwc(s, indices) for s in validation.samples], validation.labels,
+                                    validation.source)
+    elif validation is not None:
+        validation = samples_to_nhwc(validation, indices)
+    return wrapped, to_nhwc(example_inputs, indices), calibration, validation, indices, names
 
 
 class _Stages:

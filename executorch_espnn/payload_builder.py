@@ -303,6 +303,14 @@ class PayloadBuilder:
         self.values[q] = v
         return v, tid
 
+    def define_lazy(self, q: Node, make: Callable[[Perm], int]) -> Value:
+        """The value a unit's quantize node produces, made on first use in the order its first
+        reader asks for (``make(perm)`` returns the tensor holding it in that order)."""
+        v = Value(q.name, static_shape(q), DType.INT8, qdq_params(q))
+        v.lazy = make
+        self.values[q] = v
+        return v
+
     def wrap(self, tid: int, shape: Sequence[int], qp: QParams | None, perm: Perm) -> Value:
         """An anonymous value for a tensor an op already wrote (an intermediate result)."""
         t = self.tensors[tid]

@@ -130,3 +130,64 @@ def test_ds_cnn_on_the_s3_needs_the_esp32_arena_with_ram_first_kernels() -> None
         xq = lowered["s3"].inputs[0]
         q = np.clip(np.round(x[0].numpy() / xq.scale) + xq.zero_point, -128, 127).astype(np.int8)
         np.testing.assert_array_equal(host.run(lowered["s3_ram"].pte, [q])[0], host.run(lowered["s3"].pte, [q])[0])
+
+
+def test_the_report_names_each_moved_layer_its_kernels_and_the_scratch_both_plans_differ_by(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 3x3 depthwise layer over 16x16x64 on the S3: its s16 input copy (the fast kernel's
+    scratch) sets the arena's peak, so optimize="ram" moves it.  The report names the layer as
+    the model defines it, both kernels, the bytes the two plans' scratch differ by, and the
+    instruction cost only when the cost cache holds a measurement for that op."""
+    import torch
+
+    import executorch_espnn as ee
+    from executorch_espnn.kernel_cost import NOT_MEASURED, KernelCost, cost_key, record
+    from executorch_espnn.pte import delegate_payloads
+    from executorch_espnn.report import build_report
+
+    m = torch.nn.Sequential(torch.nn.Conv2d(64, 64, 3, padding=1, groups=64), torch.nn.ReLU()).eval()
+    x = (torch.zeros(1, 64, 16, 16),)
+    cal = [(torch.rand(1, 64, 16, 16) * 2 - 1,) for _ in range(4)]
+    monkeypatch.setenv("ESPNN_CACHE_DIR", str(tmp_path))  # an empty cost cache (no host run here)
+    speed, ram = (ee.lower(m, x, cal, target="esp32s3", io="int8", optimize=o) for o in ("speed", "ram"))
+    (fast,), (lean,) = ([decode(d) for d in delegate_payloads(lm.pte)] for lm in (speed, ram))
+    (a,) = ram.report.partitions[0].ansi_ops
+    assert (a.opcode, a.layer, a.shape) == ("DEPTHWISE_CONV2D", "depthwise 3x3/1", "16x16x64 -> 16x16x64")
+    assert (a.kernel, a.instead_of) == ("ESP-NN ANSI C", "ESP-NN ESP32-S3 SIMD")
+    assert a.saved_bytes == fast.ops[a.op].scratch_size - lean.ops[a.op].scratch_size > 0
+    assert lean.ops[a.op].scratch_size == 0 and not speed.report.partitions[0].ansi_ops
+    assert (a.instructions, a.cost_source) == (None, NOT_MEASURED)
+    text, page = str(ram.report), ram.report.html()
+    assert (f"partition 0 op {a.op} DEPTHWISE_CONV2D: ESP-NN's ANSI kernel (optimize = ram), "
+            f"{a.saved_bytes:,} B of scratch saved; layer depthwise 3x3/1 16x16x64 -> 16x16x64, ESP-NN ANSI C "
+            "instead of ESP-NN ESP32-S3 SIMD; instructions per invoke: not measured") in text
+    assert 'id="ram-first-layers"' in page and "depthwise 3x3/1" in page
+    assert "RAM-first kernels" not in speed.report.html()
+    entry = ram.report.to_dict()["partitions"][0]["ansi_ops"][0]
+    assert entry["fast_instructions"] is None and entry["layer"] == "depthwise 3x3/1"
+    # a measurement of exactly this op (by content: target, opcode, params, operand dims)
+    # reaches the report with its source; the speed payload's op has the same key
+    assert cost_key(lean, a.op) == cost_key(fast, a.op)
+    record(cost_key(lean, a.op), KernelCost(1000, 9600, "test figure"))
+    (b,) = build_report(ram.pte).partitions[0].ansi_ops
+    assert (b.instructions, b.cost_source) == ((1000, 9600), "test figure")
+    assert "instructions per invoke: 1,000 -> 9,600 (9.6x; test figure)" in str(build_report(ram.pte))
+
+
+def test_the_cost_benchmark_cuts_each_moved_layer_out_of_both_plans() -> None:
+    """benchmarks/ram_first_cost.py's host half (the emulator run is gated on its variables):
+    each DS-CNN layer optimize="ram" moves becomes two single-op payloads, the speed plan's op
+    with its scratch (the S3 SIMD kernel) and the ram plan's without (ANSI), whose reference
+    outputs agree, under the cache key the report looks the op up by."""
+    from benchmarks.ram_first_cost import layer_pairs
+    from executorch_espnn.kernel_cost import cost_key
+
+    pairs = layer_pairs("ds_cnn_kws")
+    assert pairs and len({p.key for p in pairs}) >= 1
+    for pair in pairs:
+        fast, ansi = decode(pair.fast.payload), decode(pair.ansi.payload)  # type: ignore[attr-defined]
+        assert len(fast.ops) == len(ansi.ops) == 1 and fast.ops[0].opcode == ansi.ops[0].opcode
+        assert fast.ops[0].scratch_size > 0 and ansi.ops[0].scratch_size == 0
+        assert pair.fast.inputs == pair.ansi.inputs  # type: ignore[attr-defined]
+        assert pair.fast.expected == pair.ansi.expected  # type: ignore[attr-defined]
+        assert cost_key(ansi, 0) == cost_key(fast, 0) == pair.key

@@ -94,15 +94,9 @@ def build_artifacts(job: ArtifactJob) -> ModelInfo:
     return info
 
 
-def lower(job: ArtifactJob) -> None:
-    """Produce out/model.pte (+ report.json, report.txt, report.html, selected_operators.yaml)."""
+def lower_argv(job: ArtifactJob) -> list[str]:
+    """The ``executorch_espnn build`` command line of a job (options at their defaults left out)."""
     out = job.out
-    if job.kind == "pte":
-        shutil.copyfile(job.model, out / "model.pte")
-        return
-    from .. import cli  # the very code path of `python -m executorch_espnn build`
-    from ..errors import EspNNError, OptionValueError
-
     argv = ["build", str(job.model), "--out", str(out), "--target", job.target]
     if job.strict:
         argv.append("--strict")
@@ -116,10 +110,25 @@ def lower(job: ArtifactJob) -> None:
         argv += ["--io", job.io]
     if job.optimize != "speed":
         argv += ["--optimize", job.optimize]
+    if job.input_layout != "nchw":
+        argv += ["--input-layout", job.input_layout]
     if job.profile:
         argv.append("--profile")
     if not job.io_arena:
         argv.append("--no-io-arena")
+    return argv
+
+
+def lower(job: ArtifactJob) -> None:
+    """Produce out/model.pte (+ report.json, report.txt, report.html, selected_operators.yaml)."""
+    out = job.out
+    if job.kind == "pte":
+        shutil.copyfile(job.model, out / "model.pte")
+        return
+    from .. import cli  # the very code path of `python -m executorch_espnn build`
+    from ..errors import EspNNError, OptionValueError
+
+    argv = lower_argv(job)
     try:
         rc = cli.run(argv)
     except OptionValueError as exc:  # one line naming the platformio.ini option

@@ -37,6 +37,7 @@ class ArtifactJob:
     selftest: int = 0
     io: str = options.IO_CHOICES[0]
     optimize: str = options.OPTIMIZE_CHOICES[0]
+    input_layout: str = options.INPUT_LAYOUT_CHOICES[0]
     storage: str = options.STORAGE_CHOICES[0]
     partition_size: int = 0  # bytes; 0: the image + headroom
     name: str = ""  # a named model's generated files (several models)
@@ -49,6 +50,7 @@ class ArtifactJob:
     def __post_init__(self) -> None:
         for attr, choices in (("kind", options.MODEL_KINDS), ("target", options.TARGETS),
                               ("io", options.IO_CHOICES), ("optimize", options.OPTIMIZE_CHOICES),
+                              ("input_layout", options.INPUT_LAYOUT_CHOICES),
                               ("storage", options.STORAGE_CHOICES)):
             value = getattr(self, attr)
             if value not in choices:
@@ -66,7 +68,8 @@ class ArtifactJob:
         storage = storage or options.StorageOptions()
         return cls(model=opts.model, kind=opts.kind, out=out, target=opts.target,
                    strict=opts.strict, calibration=opts.calibration, validation=opts.validation,
-                   selftest=opts.selftest, io=opts.io, optimize=opts.optimize, storage=storage.kind,
+                   selftest=opts.selftest, io=opts.io, optimize=opts.optimize,
+                   input_layout=opts.input_layout, storage=storage.kind,
                    partition_size=storage.partition_size, name=opts.name, profile=opts.profile,
                    io_arena=not (shared_arena or storage.is_partition))
 

@@ -28,6 +28,10 @@ IO_CHOICES = ("float", "int8")  # the first is the default
 # RAM-first kernels (executorch_espnn.kernel_choice): speed (default) or ram
 OPTIMIZE = PREFIX + "optimize"
 OPTIMIZE_CHOICES = ("speed", "ram")  # the first is the default
+# The program's 4-D inputs: nchw (default, as the model takes them) or nhwc (channels-last,
+# read by the first convolution with no transposing copy: executorch_espnn.input_layout)
+INPUT_LAYOUT = PREFIX + "input_layout"
+INPUT_LAYOUT_CHOICES = ("nchw", "nhwc")  # the first is the default
 # yes: a profiling firmware (CONFIG_ESPNN_ET_PROFILE, the layer table in model_pte.h) whose
 # EspnnModel::profile() prints each delegated layer's time; no (default): no counting code at all
 PROFILE = PREFIX + "profile"
@@ -49,7 +53,7 @@ PARTITION_SIZE = PREFIX + "partition_size"  # the model partition's size (defaul
 # Several models (`name = path` lines in custom_executorch_model) that never run at the same time
 # may share one delegate arena (EspnnSharedArena, ESPNN_SHARED_ARENA_BYTES).
 SHARED_ARENA = PREFIX + "shared_arena"
-KNOWN = (MODEL, CALIBRATION, STRICT, TARGET, SELFTEST, VALIDATION, IO, OPTIMIZE, RUNTIME, SHARED_ARENA,
+KNOWN = (MODEL, CALIBRATION, STRICT, TARGET, SELFTEST, VALIDATION, IO, OPTIMIZE, INPUT_LAYOUT, RUNTIME, SHARED_ARENA,
          *SOURCE_OPTIONS, STORAGE, PARTITION_SIZE, PROFILE)
 
 
@@ -61,7 +65,7 @@ def ini_name(lowering_option: str) -> str | None:
 
 
 # Options that take one value per model with several models (`name = value` lines); the others
-# (strict, target, io, optimize) apply to every model.  A plain selftest number applies to every model.
+# (strict, target, io, optimize, input_layout) apply to every model.  A plain selftest number applies to every model.
 PER_MODEL = (CALIBRATION, VALIDATION, SELFTEST)
 
 MODEL_KINDS = ("py", "pt2", "pte")  # a model file's suffix names its kind
@@ -94,6 +98,7 @@ class ModelOptions:
     name: str = ""  # "" for the one unnamed model (model_pte.h), else model_<name>_pte.h
     optimize: str = "speed"  # one of OPTIMIZE_CHOICES
     profile: bool = False  # custom_executorch_profile
+    input_layout: str = "nchw"  # one of INPUT_LAYOUT_CHOICES
 
     def cache_fields(self) -> dict[str, str]:
         """The option values that change the lowering's output (paths are hashed as content)."""
@@ -101,6 +106,8 @@ class ModelOptions:
                   "selftest": str(self.selftest), "io": self.io}
         if self.optimize != "speed":  # the default keeps the cache keys of earlier builds
             fields["optimize"] = self.optimize
+        if self.input_layout != INPUT_LAYOUT_CHOICES[0]:  # (absent by default, like optimize)
+            fields["input_layout"] = self.input_layout
         if self.profile:  # (absent when off: an unprofiled build keeps its cache key)
             fields["profile"] = "yes"
         if self.name:  # the generated symbols carry it
@@ -342,6 +349,7 @@ def _parse_one(
     selftest, validation = _selftest_options(get, project_dir, kind)
     io = _io_option(get, kind)
     optimize = _optimize_option(get, kind)
+    input_layout = _input_layout_option(get, kind)
     prof = profile_option(get, kind)
 
     raw_target = (get(TARGET) or "").strip().lower()
@@ -361,7 +369,7 @@ def _parse_one(
             )
         target, from_board = MCU_TO_TARGET[mcu], True
     return ModelOptions(model, kind, calibration, strict, target, from_board, selftest, validation, io,
-                        optimize=optimize, profile=prof)
+                        optimize=optimize, profile=prof, input_layout=input_layout)
 
 
 def _optimize_option(get: Callable[[str], str | None], kind: str) -> str:
@@ -378,6 +386,25 @@ def _optimize_option(get: Callable[[str], str | None], kind: str) -> str:
         raise OptionError(
             f"{OPTIMIZE} = {raw}: a ready .pte's kernels are fixed; point {MODEL} at the .py/.pt2 "
             f"model or remove {OPTIMIZE}"
+        )
+    return value
+
+
+def _input_layout_option(get: Callable[[str], str | None], kind: str) -> str:
+    """custom_executorch_input_layout: nchw (default) or nhwc (executorch_espnn.input_layout)."""
+    raw = (get(INPUT_LAYOUT) or "").strip()
+    value = raw.lower() or INPUT_LAYOUT_CHOICES[0]
+    if value not in INPUT_LAYOUT_CHOICES:
+        raise OptionError(
+            f"{INPUT_LAYOUT} = {raw}: unknown value; use `{INPUT_LAYOUT} = nchw` (4-D inputs as the "
+            f"model takes them, [N, C, H, W], the default) or `{INPUT_LAYOUT} = nhwc` (channels-last "
+            "[N, H, W, C] inputs, e.g. camera RGB bytes, read by the first convolution with no "
+            "transposing copy)"
+        )
+    if value != INPUT_LAYOUT_CHOICES[0] and kind == "pte":
+        raise OptionError(
+            f"{INPUT_LAYOUT} = {raw}: a ready .pte's input layout is fixed; point {MODEL} at the "
+            f".py/.pt2 model or remove {INPUT_LAYOUT}"
         )
     return value
 

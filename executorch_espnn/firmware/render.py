@@ -78,6 +78,8 @@ def model_info(
                 tensor.zero_point = int(info.get("zero_point", 0))
             if info.get("access"):
                 tensor.access = str(info["access"])
+            if info.get("layout"):  # "NHWC" for a channels-last input (input_layout = nhwc)
+                tensor.layout = str(info["layout"])
     delegated = _ops(report, "delegated_ops")
     cpu = _ops(report, "cpu_ops")
     # Pools from the measurement (what EspnnModel allocates), weights from the lowering

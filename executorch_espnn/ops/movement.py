@@ -143,14 +143,30 @@ class Permute(OpLowering):
         dims = [normalize_dim(d, x.rank) for d in node_arg(unit.anchor, 1, "dims")]
         if sorted(dims) != list(range(x.rank)):
             raise Unsupported(f"{dims} is not a permutation")
-        # if the input is still to be made, make it so that the output is in logical order
-        perm = b.any_layout(x, tuple(dims) if not x.real else nhwc(x.rank))
-        x_t = b.realize(x, perm)
-        inv = inverse(tuple(dims))
-        out_perm = tuple(inv[p] for p in perm)
         if static_shape(unit.output) != tuple(x.shape[d] for d in dims):
             raise Unsupported("unexpected output shape")
         qout = qdq_params(unit.output)
+        xq = x.qp
+        if not b.layouts(x):
+            # the input is still to be made (a program input, a boundary quantize): the output
+            # is made when its first reader asks for an order, by making the input in the
+            # composed order.  A program's NHWC input permuted to NCHW for a convolution
+            # (``lower(..., input_layout="nhwc")``) is then read as it is: the permute and the
+            # convolution's NHWC order cancel, no TRANSPOSE
+            def make(out_perm: Perm) -> int:
+                x_t = b.realize(x, tuple(dims[p] for p in out_perm))
+                if qout == xq:
+                    return x_t
+                out = b.arena(static_shape(unit.output), DType.INT8, qout, out_perm)
+                b.emit(Opcode.LUT, [x_t, b.constant(requant_table(xq, qout))], out)
+                return out
+
+            b.define_lazy(unit.output, make)
+            return
+        perm = b.any_layout(x, nhwc(x.rank))
+        x_t = b.realize(x, perm)
+        inv = inverse(tuple(dims))
+        out_perm = tuple(inv[p] for p in perm)
         if qout == x.qp:
             b.alias(unit.output, out_perm, x_t)  # same bytes, other labels: no op at all
         else:

@@ -26,6 +26,7 @@ from .records import (
     LoweringReport,
     OpEntry,
     PartitionReport,
+    RamFirstLayer,
     TensorSpec,
 )
 
@@ -285,10 +286,29 @@ def analyse_payload(index: int, data: bytes) -> tuple[PartitionReport, list[Fast
         target=p.target.name.lower(),
         producer=".".join(map(str, p.producer)),
         arena=timeline,
-        ansi_ops=tuple((c.op, c.opcode, c.saved_bytes) for c in ansi_ops(p)),
     )
     layers = [lay for i in range(len(p.ops)) if (lay := _fast_path_layer(index, i, p)) is not None]
-    return rep, layers, p
+    return replace(rep, ansi_ops=_ram_first_layers(p, layers)), layers, p
+
+
+def _ram_first_layers(p: Payload, layers: Sequence[FastPathLayer]) -> tuple[RamFirstLayer, ...]:
+    """The ops on ESP-NN's ANSI kernel by choice, named like the fast-path table, with the
+    measured instruction cost when the cost cache has one (executorch_espnn.kernel_cost)."""
+    from ..kernel_cost import NOT_MEASURED, cost_key, lookup
+
+    by_op = {lay.op: lay for lay in layers}
+    chip = "ESP32-" + p.target.name[len("ESP32"):]  # only S3/P4 kernels take scratch
+    out = []
+    for c in ansi_ops(p):
+        lay = by_op.get(c.op)
+        cost = lookup(cost_key(p, c.op))
+        out.append(RamFirstLayer(
+            c.op, c.opcode, lay.layer if lay else c.opcode.lower(), lay.shape if lay else "", c.saved_bytes,
+            "ESP-NN ANSI C", f"ESP-NN {chip} SIMD",
+            None if cost is None else (cost.fast_instructions, cost.ansi_instructions),
+            NOT_MEASURED if cost is None else cost.source,
+        ))
+    return tuple(out)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -379,6 +399,12 @@ def _cpu_kernel_entries(info: ProgramInfo) -> list[OpEntry]:
             for k in info.kernel_calls]
 
 
+def nhwc_copy_warning(index: int, name: str) -> str:
+    return (f'input {index} ({name}) is taken channels-last (input_layout="nhwc"), but the first '
+            "delegated op reads it in NCHW order (not a convolution): the payload transposes it "
+            'once; input_layout="nchw" would have the caller do that copy instead')
+
+
 def build_report(
     pte: bytes,
     *,
@@ -392,8 +418,10 @@ def build_report(
     partition_starts: Sequence[str] | None = None,
     accuracy: AccuracyReport | None = None,
     profile: dict[str, Any] | None = None,
+    nhwc_inputs: Sequence[int] = (),
 ) -> LoweringReport:
-    """The report of a ``.pte``.  ``decisions`` (from ``EspNNPartitioner.decisions``) supply
+    """The report of a ``.pte``.  ``nhwc_inputs``: the program inputs a channels-last lowering
+    takes as [N, H, W, C] (``lower(..., input_layout="nhwc")``; a .pte does not record it).  ``decisions`` (from ``EspNNPartitioner.decisions``) supply
     the reasons and locations, ``partition_starts`` (``EspNNPartitioner.partition_starts``)
     why each partition starts where it does; without them (a ready .pte) operators are
     listed from the payloads and the program's CPU instructions."""
@@ -432,9 +460,12 @@ def build_report(
     cpu_weights = info.constant_tensor_bytes
     planned = list(info.planned_buffers)
     ins, outs = _io_specs(info, decoded, input_names, output_names)
+    ins = [replace(t, layout="NHWC") if i in nhwc_inputs else t for i, t in enumerate(ins)]
 
     tgt = target or (partitions[0].target if partitions else "unknown")
     warn = list(warnings)
+    warn += [nhwc_copy_warning(i, t.name) for i, t in enumerate(ins)
+             if i in nhwc_inputs and t.access == "transposed copy"]
     if calibrated is False and UNCALIBRATED_WARNING not in warn:
         warn.insert(0, UNCALIBRATED_WARNING)
     if not partitions:

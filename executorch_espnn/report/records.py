@@ -97,6 +97,29 @@ class GraphNode:
 
 
 @dataclass(frozen=True)
+class RamFirstLayer:
+    """One layer ``optimize="ram"`` moved to ESP-NN's ANSI kernel: which kernel, the scratch its
+    fast kernel would have taken, and the instructions that costs when a measurement exists."""
+
+    op: int  # op index inside the payload
+    opcode: str
+    layer: str  # the fast-path table's name: "depthwise 3x3/1"
+    shape: str  # "25x5x64 -> 25x5x64"
+    saved_bytes: int  # the speed plan's scratch for this op minus the ram plan's (0)
+    kernel: str  # "ESP-NN ANSI C"
+    instead_of: str  # "ESP-NN ESP32-S3 SIMD"
+    # (fast, ANSI) instructions per invoke, measured (executorch_espnn.kernel_cost); None: not measured
+    instructions: tuple[int, int] | None = None
+    cost_source: str = ""  # where the figure came from, or why there is none
+
+    def to_dict(self) -> dict[str, Any]:
+        fast, ansi = self.instructions if self.instructions is not None else (None, None)
+        return {"op": self.op, "opcode": self.opcode, "layer": self.layer, "shape": self.shape,
+                "saved_bytes": self.saved_bytes, "kernel": self.kernel, "instead_of": self.instead_of,
+                "fast_instructions": fast, "ansi_instructions": ansi, "cost_source": self.cost_source}
+
+
+@dataclass(frozen=True)
 class PartitionReport:
     index: int
     ops: tuple[str, ...]  # payload opcodes in execution order
@@ -116,9 +139,8 @@ class PartitionReport:
     # ("" for a ready .pte: the reasons come from the partitioner)
     starts: str = ""
     arena: ArenaTimeline | None = None
-    # RAM-first kernels (executorch_espnn.kernel_choice): (op index, opcode, scratch bytes saved)
-    # of each op moved to ESP-NN's ANSI kernel
-    ansi_ops: tuple[tuple[int, str, int], ...] = ()
+    # RAM-first kernels (executorch_espnn.kernel_choice): each op moved to ESP-NN's ANSI kernel
+    ansi_ops: tuple[RamFirstLayer, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -229,8 +251,7 @@ class LoweringReport:
                     "starts": p.starts,
                     "inputs": [ts(t) for t in p.inputs], "outputs": [ts(t) for t in p.outputs],
                     "arena": None if p.arena is None else p.arena.to_dict(),
-                    "ansi_ops": [{"op": i, "opcode": name, "saved_bytes": saved}
-                                 for i, name, saved in p.ansi_ops],
+                    "ansi_ops": [a.to_dict() for a in p.ansi_ops],
                 }
                 for p in self.partitions
             ],

@@ -1,0 +1,105 @@
+"""The instruction cost of the RAM-first kernels (``optimize="ram"``), per layer, measured on the
+emulated ESP32-S3, written into the cost cache the lowering report reads
+(executorch_espnn/kernel_cost.py), and printed as a table.
+
+    ESPNN_XTENSA_S3_GNU_CONFIG=<esp32s3 plugin .so> ESPNN_ESP_NN_DIR=<esp-nn> \\
+    ESPNN_QEMU_ESP_DIR=<qemu bin> python -m benchmarks.ram_first_cost [--models ds_cnn_kws ...]
+
+Why not on the host: the fast kernels are ESP-NN's S3 assembly; the host runs ESP-NN's C for
+both choices, so host instruction counts (callgrind, benchmarks/callgrind.py) are equal by
+construction and say nothing about the cost.  So each model is lowered for the esp32s3 with
+``optimize="speed"`` and ``"ram"`` (int8 I/O); every op ``ram`` moved to the ANSI kernel is cut
+out of both payloads as a payload of its own (devkit/single_op.py: the speed one keeps its
+scratch, so the engine calls the SIMD kernel; the ram one has none, so it calls the ANSI kernel),
+and both run in one S3 firmware (emulated/esp32s3.py, KERNELS_S3) through the golden harness:
+guest instructions per ``espnn_invoke`` from CCOUNT (+-25), each output checked against the
+reference executor.  Each pair is recorded under the op's content hash (target, opcode,
+parameters, operand dims), so any model with the same layer gets the figure in its report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))
+
+DEFAULT_MODELS = ("ds_cnn_kws",)
+
+
+@dataclass(frozen=True)
+class LayerPair:
+    """One moved layer: its cost-cache key and its two single-op golden cases."""
+
+    model: str
+    op: int
+    layer: str
+    key: str
+    fast: object  # emulated.golden.GoldenCase (the speed payload's op: SIMD kernel, with scratch)
+    ansi: object  # the ram payload's op: ESP-NN's ANSI kernel, no scratch
+
+
+def layer_pairs(name: str, seed: int = 0) -> list[LayerPair]:
+    """The moved layers of zoo model ``name`` as single-op golden cases (host work only)."""
+    import executorch_espnn as ee
+    from devkit.single_op import random_inputs, single_op_payload
+    from devkit.zoo import ZOO
+    from emulated import golden
+    from executorch_espnn.kernel_cost import cost_key
+    from executorch_espnn.payload import decode
+    from executorch_espnn.pte import delegate_payloads
+
+    z = ZOO[name]
+    cal = z.calibration_data(2)
+    speed, ram = (ee.lower(z.model(), z.example_inputs(), calibration=cal, target="esp32s3", io="int8",
+                           optimize=o) for o in ("speed", "ram"))
+    out = []
+    for part, (fast_data, lean_data) in enumerate(zip(delegate_payloads(speed.pte), delegate_payloads(ram.pte),
+                                                      strict=True)):
+        fast, lean = decode(fast_data), decode(lean_data)
+        for a in ram.report.partitions[part].ansi_ops:
+            one_fast, one_ansi = single_op_payload(fast, a.op), single_op_payload(lean, a.op)
+            xs = random_inputs(one_fast, seed + a.op)
+            tag = f"{name}.p{part}.op{a.op}"
+            out.append(LayerPair(name, a.op, f"{a.layer} {a.shape}", cost_key(lean, a.op),
+                                 golden.make_case(f"{tag}.fast", one_fast, xs),
+                                 golden.make_case(f"{tag}.ansi", one_ansi, xs)))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", nargs="*", default=list(DEFAULT_MODELS), help="zoo models")
+    args = ap.parse_args(argv)
+    from benchmarks.s3_kernels import _run, _table
+    from emulated import esp32s3
+    from executorch_espnn.kernel_cost import KernelCost, record
+
+    esp32s3.require()
+    pairs = [p for name in args.models for p in layer_pairs(name)]
+    if not pairs:
+        print("no layer moves to the ANSI kernel with optimize=ram in these models")
+        return 0
+    cases = [c for p in pairs for c in (p.fast, p.ansi)]
+    with tempfile.TemporaryDirectory() as tmp:
+        counts = _run(cases, esp32s3.KERNELS_S3, "ram_first", False, Path(tmp))  # type: ignore[arg-type]
+    source = (f"emulated esp32s3 (Espressif QEMU -icount), ESP-NN at {esp32s3.esp_nn_dir()}, "
+              f"benchmarks/ram_first_cost.py, {datetime.date.today().isoformat()}")
+    rows = []
+    for p in pairs:
+        fast, ansi = counts[p.fast.name], counts[p.ansi.name]  # type: ignore[attr-defined]
+        record(p.key, KernelCost(fast, ansi, source))
+        rows.append([f"{p.model} op {p.op}", p.layer, f"{fast:,}", f"{ansi:,}", f"{ansi / fast:.1f}x"])
+    print(_table(["layer", "shape", "S3 SIMD (insns)", "ANSI (insns)", "cost"], rows))
+    print(f"\nrecorded {len(pairs)} figure(s) in the cost cache ({source})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

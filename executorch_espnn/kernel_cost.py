@@ -1,0 +1,88 @@
+"""What a RAM-first kernel costs in instructions (``optimize="ram"``, executorch_espnn.kernel_choice):
+measured figures, looked up by the content of the op, never estimated.
+
+A CONV2D/DEPTHWISE_CONV2D moved to ESP-NN's ANSI kernel saves its fast kernel's scratch and
+costs instructions.  That cost cannot be measured on this computer at lowering time: the fast
+kernels are ESP32-S3/P4 assembly (the host runs ESP-NN's C for both, so host instruction counts
+are equal by construction), and an emulator run per layer is far too slow for a build.  So the
+figures are measured once per (target, op, shapes, parameters, kernel pair) by a benchmark on the
+emulated chip and cached here by a content hash of exactly those; the report shows a figure only
+when the cache has one for that op, with where it came from, and otherwise says it is not measured.
+
+The cache is one small JSON file per key under ``$ESPNN_CACHE_DIR/kernel-cost/`` (default
+``~/.cache/executorch-espnn/kernel-cost/``), the host library's cache folder: a user's measurement,
+never part of the package.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .payload import Payload, Storage
+
+CACHE_ENV = "ESPNN_CACHE_DIR"  # the same variable as executorch_espnn.host's cache
+SUBDIR = "kernel-cost"
+NOT_MEASURED = ("not measured: the fast kernel is chip assembly, so host counts would be equal; "
+                "a benchmark on the emulated chip fills the cost cache (executorch_espnn/kernel_cost.py)")
+
+
+@dataclass(frozen=True)
+class KernelCost:
+    """Instructions of one op per invoke with the chip's fast kernel and with ESP-NN's ANSI kernel."""
+
+    fast_instructions: int
+    ansi_instructions: int
+    source: str  # how it was measured: "emulated esp32s3 (QEMU -icount), ESP-NN 1.2.3, ..."
+
+    @property
+    def extra_instructions(self) -> int:
+        return self.ansi_instructions - self.fast_instructions
+
+
+def cost_key(p: Payload, op: int) -> str:
+    """The content hash of what an op's instruction count depends on: the target, the opcode,
+    its parameters and the dims and dtypes of its operands (constants by dims, not values: a
+    kernel's instruction count does not depend on weight values)."""
+    o = p.ops[op]
+    operands: list[list[object] | None] = []
+    for tid in o.inputs:
+        if tid is None:
+            operands.append(None)
+            continue
+        t = p.tensors[tid]
+        operands.append([int(t.dtype), list(t.dims), t.storage == Storage.CONST])
+    out = p.tensors[o.output]
+    doc = {"target": p.target.name.lower(), "opcode": o.opcode.name, "params": dict(sorted(o.params.items())),
+           "operands": operands, "output": [int(out.dtype), list(out.dims)]}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+
+def cache_dir() -> Path:
+    base = os.environ.get(CACHE_ENV)
+    root = Path(base) if base else Path.home() / ".cache" / "executorch-espnn"
+    return root / SUBDIR
+
+
+def lookup(key: str) -> KernelCost | None:
+    """The measured cost for ``key``, or None (no measurement, or an unreadable entry)."""
+    path = cache_dir() / f"{key}.json"
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+        return KernelCost(int(d["fast_instructions"]), int(d["ansi_instructions"]), str(d["source"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def record(key: str, cost: KernelCost) -> Path:
+    """Store a measurement (what the benchmark calls), atomically."""
+    folder = cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{key}.json"
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(asdict(cost), indent=1) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path
