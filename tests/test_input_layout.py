@@ -205,6 +205,7 @@ def test_trained_digits_cnn_keeps_its_accuracy() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("conv_pair", ["int8"], indirect=True)  # one I/O kind is enough for the runner
 def test_the_cpp_runner_takes_nhwc_bytes(conv_pair: tuple[ee.LoweredModel, ee.LoweredModel],
                                          tmp_path: Path) -> None:
     """EspnnModel in the standalone runner, from the header the build generates (the report's
@@ -216,8 +217,7 @@ def test_the_cpp_runner_takes_nhwc_bytes(conv_pair: tuple[ee.LoweredModel, ee.Lo
     from tests.test_runner import _build_runner, _parse, _run
 
     nhwc, nchw = conv_pair
-    if nhwc.inputs[0].dtype != "int8":
-        pytest.skip("one I/O kind is enough for the runner")
+    assert nhwc.inputs[0].dtype == "int8"
     sizes = host.measure(nhwc.pte)
     info = render.model_info(
         pte_meta.read(nhwc.pte), nhwc.report.to_dict(),
