@@ -92,34 +92,68 @@ if tool.endswith("-objdump") and "-h" in args:  # ldgen: each archive's sections
             print("In archive " + a + ":")
     sys.exit(0)
 real = {real!r}.get(tool.rsplit("-", 1)[-1])
+XTENSA_CRASHES = {crashes!r}
+xt = {xtensa!r}  # Xtensa: clang, its assembly text assembled by GNU as when one is configured
 if real:
     args = [{rewrite!r}.get(a, a) for a in args]
-    if not any(a.startswith("-march=") for a in args):  # ESP-IDF passes none for assembly:
-        args.insert(0, {default_march!r})  # the ESP GCC's own default, not Debian's rv64
-if real and "-c" in args:  # a compiler for the chip's ISA exists: compile for real
-    import subprocess
-    proc = subprocess.run([*real, *args], capture_output=True, text=True)
+    if not xt and not any(a.startswith("-march=") for a in args):  # ESP-IDF passes none for
+        args.insert(0, {default_march!r})  # assembly: the ESP GCC's own default, not rv64
+if real and xt:  # the GCC flags clang spells otherwise or lacks (XTENSA_FLAGS)
+    asflags = [f for a in args for f in xt["asflags"].get(a, ())]
+    args = [f for a in args
+            for f in xt["translate"].get(a.split("=")[0] + "=" if "=" in a else a, (a,))]
+if real and "-c" in args and not (xt and not xt["gas"] and args[-1].endswith(".S")):
+    import subprocess  # a compiler for the chip's ISA exists: compile for real
+    out = args[args.index("-o") + 1] if "-o" in args else None
+    cc_args, as_call, stderr = args, None, ""
+    if xt:  # clang's -S (-E for .S) text, then GNU as with the chip's plugin if there is one
+        text = (out or "a") + ".s"
+        step = "-E" if args[-1].endswith(".S") else "-S"
+        cc_args = [step if a == "-c" else text if a == out else a for a in args]
+        if xt["gas"] and out:
+            as_call = [*xt["gas"], *asflags, "-o", out, text]
+    proc = subprocess.run([*real, *cc_args], capture_output=True, text=True)
+    stderr, retry = proc.stderr, None
+    if xt and proc.returncode and any(m in stderr for m in XTENSA_CRASHES):  # LLVM 22's
+        retry = "-O0"  # Xtensa backend dies optimising some functions: compiled unoptimised
+        proc = subprocess.run([*real, *cc_args, retry], capture_output=True, text=True)
+        stderr = proc.stderr if proc.returncode == 0 else stderr + proc.stderr
+    if proc.returncode == 0 and as_call:  # less the CFI directives, which GNU as has not for
+        with open(text, "rb") as fp:        # Xtensa (GCC writes .eh_frame itself): no unwind info
+            lines = [ln for ln in fp if not ln.lstrip().startswith(b".cfi_")]
+        with open(text, "wb") as fp:
+            fp.writelines(lines)
+        proc = subprocess.run(as_call, capture_output=True, text=True,
+                              env={{**os.environ, **xt["env"]}})
+        stderr += proc.stderr
     if log:
         with open(log, "a") as fp:
             fp.write(json.dumps({{"tool": "real:" + real[0], "args": args, "cwd": os.getcwd(),
-                                  "returncode": proc.returncode,
-                                  "stderr": proc.stderr[-4000:]}}) + "\\n")
+                                  "returncode": proc.returncode, "stderr": stderr[-4000:],
+                                  "assembler": as_call[0] if as_call else None,
+                                  "retry": retry}}) + "\\n")
     source = os.path.realpath(args[-1])
     tolerated = [t for t in os.environ.get({tolerate_env!r}, "").split(os.pathsep) if t]
+    if proc.returncode == 0 and out and xt and not as_call:  # code generation only: the
+        open(out, "ab").close()                              # build waits for an object
     if proc.returncode and any(source.startswith(t) for t in tolerated):
-        out = args[args.index("-o") + 1] if "-o" in args else None
-        if out:  # recorded as failed; the build goes on with an empty object in its place
+        if out and xt and xt["gas"]:  # recorded as failed; the build goes on with an empty
+            sys.exit(subprocess.run([*xt["gas"], "-o", out, os.devnull],  # object in its place
+                                    env={{**os.environ, **xt["env"]}}).returncode)
+        if out and xt:
+            open(out, "ab").close()
+        elif out:
             sys.exit(subprocess.run([*real, *[a for a in args if a.startswith(("-march", "-mabi"))],
                                      "-x", "c", "-c", os.devnull, "-o", out]).returncode)
         sys.exit(0)
-    sys.stderr.write(proc.stderr)
+    sys.stderr.write(stderr)
     sys.exit(proc.returncode)
 ident = [a for a in args if os.path.basename(a).startswith(("CMakeCCompilerId.",
                                                             "CMakeCXXCompilerId."))]
 if ident and "-c" not in args:  # CMake identifying the compiler: it reads the INFO strings of
-    import subprocess           # what compiling its probe gives (the chip's compiler, else the host's)
-    kind = tool.rsplit("-", 1)[-1]
-    probe = ([*real, *args, "-c", "-o", "a.out"] if real
+    import subprocess           # what compiling its probe gives (the chip's GCC, else the host's:
+    kind = tool.rsplit("-", 1)[-1]  # with clang too, so that ESP-IDF configures for GNU flags)
+    probe = ([*real, *args, "-c", "-o", "a.out"] if real and not xt
              else [{host!r}.get(kind, "cc"), "-c", ident[0], "-o", "a.out"])
     sys.exit(subprocess.run(probe).returncode)
 out = None
@@ -190,23 +224,104 @@ def riscv_compilers() -> dict[str, list[str]] | None:
     return {"gcc": [gcc, *common], "g++": [gxx, *common, *isystem]}
 
 
+# A real compiler for the ESP Xtensa chips (ESP32, ESP32-S3: windowed ABI): Debian's clang-22,
+# whose Xtensa backend knows the esp32 core; its driver takes no -mcpu=esp32, so the esp32
+# core's options are given as target features (-Xclang -target-feature; both chips' cores have
+# all of these, the S3's SIMD is reached through ESP-NN's assembly only).  Its integrated
+# assembler rejects its own output on real files ("fixup value must be 4-byte aligned"): clang
+# writes assembly text (-S; -E for .S files) that Debian's binutils-xtensa-lx106 GNU as
+# assembles for the chip's core when the core's dynconfig plugin is given (XTENSA_DYNCONFIG_ENV:
+# a folder with xtensa_esp32.so and xtensa_esp32s3.so, built from espressif/xtensa-dynconfig and
+# espressif/xtensa-overlays outside the repository); without it, C and C++ go through code
+# generation only (-S) and .S files are logged.  Headers as for RISC-V: newlib's (Debian's) and
+# the arm-none-eabi libstdc++ headers, after clang's own (no host /usr/include: -nostdlibinc).
+XTENSA_CLANG = "clang-22"
+XTENSA_DYNCONFIG_ENV = "ESPNN_XTENSA_DYNCONFIG_DIR"
+XTENSA_AS = "/usr/bin/xtensa-lx106-elf-as"
+XTENSA_FEATURES = ("windowed", "fp", "density", "loop", "nsa", "minmax", "sext", "clamps",
+                   "mul16", "mul32", "mul32high", "div32", "s32c1i", "threadptr", "bool", "mac16")
+# The framework's GCC flags clang lacks: () drops one (a "-x=" key: any value), XTENSA_AS_FLAGS
+# gives GNU as what GCC's driver would have given it for the same flag.
+XTENSA_FLAGS: dict[str, tuple[str, ...]] = {
+    "-mlongcalls": (),  # clang calls through l32r + callx8 anyway; gas gets --longcalls
+    "-mtext-section-literals": (),  # literal placement is the assembler's (as GCC passes it)
+    "-fstrict-volatile-bitfields": (),  # no clang flag: volatile bit-fields by clang's own rule
+    "-fno-tree-switch-conversion": (),  # a GCC pass (-fno-jump-tables, kept, is clang's too)
+    "-fno-shrink-wrap": (),  # GCC only; clang has no flag for it
+    "-freorder-blocks": (),  # GCC's optimisation switches clang ignores with a warning
+    "-fno-inline-small-functions": (),
+    "-fno-inline-functions-called-once": (),
+    "-Wno-old-style-declaration": (),  # a GCC-only warning (clang would warn it is unknown)
+    "-Wno-frame-address": (),
+    "-mfix-esp32-psram-cache-issue": (),  # ESP32 PSRAM workaround: not in clang (no PSRAM
+    "-mfix-esp32-psram-cache-strategy=": (),  # board among the tested ones)
+}
+XTENSA_AS_FLAGS = {"-mlongcalls": ("--longcalls",),
+                   "-mtext-section-literals": ("--text-section-literals",)}
+XTENSA_CORES = {"xtensa-esp32-elf": "esp32", "xtensa-esp32s3-elf": "esp32s3"}
+# How LLVM 22's Xtensa backend fails on code it should compile (not diagnostics): the register
+# scavenger on a call with many stack arguments (add.c's 16-argument ESP-NN call at -O1 and up),
+# a crash in a machine-function pass on C++ with -fexceptions (Arduino's) at -Os.  Such a
+# compile is retried at -O0, which both pass, and logged as retried.
+XTENSA_CRASHES = ("Cannot scavenge register", "PLEASE submit a bug report")
+
+
+def xtensa_dynconfig(prefix: str) -> Path | None:
+    """The chip's GNU as core plugin (XTENSA_DYNCONFIG_ENV), None when not given or absent."""
+    folder = os.environ.get(XTENSA_DYNCONFIG_ENV)
+    core = XTENSA_CORES.get(prefix)
+    plugin = Path(folder) / f"xtensa_{core}.so" if folder and core else None
+    return plugin if plugin and plugin.is_file() else None
+
+
+def xtensa_compilers(prefix: str) -> tuple[dict[str, list[str]], dict[str, object]] | None:
+    """({"gcc": [...], "g++": [...]}, the wrapper's Xtensa settings) for the chip of `prefix`
+    (xtensa-esp32-elf, xtensa-esp32s3-elf), or None without clang-22, newlib's or the arm
+    libstdc++ headers (scripts/debian_packages.txt)."""
+    import shutil
+
+    clang, clangxx = shutil.which(XTENSA_CLANG), shutil.which("clang++-22")
+    cxx = sorted(_ARM_CXX.glob("*")) if _ARM_CXX.is_dir() else []
+    if (prefix not in XTENSA_CORES or not clang or not clangxx or not cxx
+            or not (_NEWLIB / "sys" / "reent.h").is_file()):
+        return None
+    features = [f for name in XTENSA_FEATURES for f in ("-Xclang", "-target-feature",
+                                                        "-Xclang", f"+{name}")]
+    # -fno-addrsig, -fno-dwarf-directory-asm: clang's .addrsig directive and its two-string
+    # .file (DWARF 5 style), which GNU as for Xtensa does not take
+    # -fno-integrated-as: inline assembly goes to GNU as unparsed (clang's parser knows no
+    # ESP32-S3 ee.* instruction); with -S/-E only, clang never runs an assembler itself
+    common = ["--target=xtensa", *features, "-fno-addrsig", "-fno-dwarf-directory-asm",
+              "-fno-integrated-as", "-fno-crash-diagnostics", "-nostdlibinc",
+              "-idirafter", str(_ESP_NEWLIB), "-idirafter", str(_NEWLIB)]
+    isystem = ["-isystem", str(cxx[-1]), "-isystem", str(cxx[-1] / "arm-none-eabi")]
+    plugin = xtensa_dynconfig(prefix)
+    gas = [XTENSA_AS] if plugin and Path(XTENSA_AS).is_file() else None
+    settings: dict[str, object] = {"translate": XTENSA_FLAGS, "asflags": XTENSA_AS_FLAGS,
+                                   "gas": gas,
+                                   "env": {"XTENSA_GNU_CONFIG": str(plugin)} if gas else {}}
+    return {"gcc": [clang, *common], "g++": [clangxx, *common, *isystem]}, settings
+
+
 def _wrapper(path: Path, name: str, real: dict[str, list[str]] | None = None,
-             binutil: str | None = None) -> None:
+             binutil: str | None = None, xtensa: dict[str, object] | None = None) -> None:
     path.write_text(_WRAPPER.format(python=sys.executable, name=name, log_env=LOG_ENV,
-                                    real=real or {}, rewrite=MARCH_REWRITE,
+                                    real=real or {}, rewrite=MARCH_REWRITE, xtensa=xtensa,
                                     binutil=binutil,
                                     host={"gcc": "cc", "g++": "c++"},
                                     default_march=ESP_RISCV_DEFAULT_MARCH,
-                                    tolerate_env=TOLERATE_ENV))
+                                    tolerate_env=TOLERATE_ENV, crashes=XTENSA_CRASHES))
     path.chmod(0o755)
 
 
 def seed_wrapper_packages(core: Path, platform_dir: Path,
-                          riscv: dict[str, list[str]] | None = None) -> None:
+                          riscv: dict[str, list[str]] | None = None,
+                          xtensa: bool = False) -> None:
     """The toolchain packages espressif32 asks for (toolchain_packages: both RISC-V GCCs, as
     two installs of one package) and tool-esptoolpy, as logging wrappers at the versions the
     checkout pins; with `riscv` (riscv_compilers()) the RISC-V toolchains' gcc/g++ compile for
-    real."""
+    real, with `xtensa` the ESP32's and ESP32-S3's gcc/g++ compile with clang-22 where
+    xtensa_compilers() finds it."""
     seen: set[str] = set()
     for chain in toolchain_packages(platform_dir):
         folder = chain.name if chain.name not in seen else f"{chain.name}@{chain.version}"
@@ -219,7 +334,11 @@ def seed_wrapper_packages(core: Path, platform_dir: Path,
                 real = riscv if prefix.startswith("riscv32") and tool in ("gcc", "g++") else None
                 binutil = (RISCV_BINUTILS.get(tool) if riscv and prefix.startswith("riscv32")
                            else None)
-                _wrapper(pkg / "bin" / f"{prefix}-{tool}", f"{prefix}-{tool}", real, binutil)
+                xt = xtensa_compilers(prefix) if xtensa and tool in ("gcc", "g++") else None
+                if xt:
+                    real = xt[0]
+                _wrapper(pkg / "bin" / f"{prefix}-{tool}", f"{prefix}-{tool}", real, binutil,
+                         xt[1] if xt else None)
     esptool = core / "packages" / "tool-esptoolpy"
     _package(esptool, "tool-esptoolpy", "2.41100.0", "platformio")
     _wrapper(esptool / "esptool.py", "esptool.py")
@@ -238,6 +357,8 @@ class Call:
     cwd: str
     returncode: int = 0  # a real compile's ("real:<compiler>" tools)
     stderr: str = ""
+    assembler: str | None = None  # what assembled the compiler's text (Xtensa: GNU as), if any
+    retry: str | None = None  # the flag a real compile was retried with (xtensa_compilers)
 
     def output(self) -> str | None:
         return self.args[self.args.index("-o") + 1] if "-o" in self.args else None

@@ -634,6 +634,40 @@ def test_engine_compiles_warning_free_with_clang(tmp_path: Path) -> None:
         assert r.returncode == 0, f"{src.name}:\n{r.stderr}"
 
 
+def _xtensa_clang() -> list[str] | None:
+    from devkit import real_builders as rb
+
+    found = rb.xtensa_compilers("xtensa-esp32-elf")
+    return found[0]["gcc"] if found else None
+
+
+@pytest.mark.skipif(_xtensa_clang() is None,
+                    reason="needs clang-22 (its Xtensa backend) and Debian's newlib headers")
+def test_engine_compiles_warning_free_for_xtensa(tmp_path: Path) -> None:
+    """The ESP32/S3's windowed ABI as the real-builder tests compile it (devkit/real_builders.py
+    xtensa_compilers: clang-22, newlib's headers): the engine, the host kernels and the
+    runtime's C, warning-free with -Wall -Wextra -Werror through code generation (-S).  -O2,
+    else -O0 where LLVM 22's Xtensa backend dies (rb.XTENSA_CRASHES: add.c's 16-argument
+    ESP-NN call): a compiler bug, not a diagnostic."""
+    from devkit import real_builders as rb
+
+    clang = _xtensa_clang()
+    assert clang is not None
+    inc = ["-I", str(eh.ENGINE / "include"), "-I", str(eh.ENGINE / "src"),
+           "-I", str(eh.HOST_ESPNN / "include")]
+    sources = [*_all_c_sources(), *component_sources.load(eh.COMPONENT).run_srcs]
+    for src in sources:
+        cmd = [*clang, *eh.WARNINGS, "-DESPNN_HOST_STRICT", *inc, "-S", str(src), "-o",
+               str(tmp_path / "x.s")]
+        r = subprocess.run([*cmd, "-O2"], capture_output=True, text=True, check=False)
+        if r.returncode and any(m in r.stderr for m in rb.XTENSA_CRASHES):
+            r = subprocess.run([*cmd, "-O0"], capture_output=True, text=True, check=False)
+        assert r.returncode == 0 and not r.stderr, f"{src.name}:\n{r.stderr}"
+        text = (tmp_path / "x.s").read_text()  # windowed-ABI functions: entry, retw
+        assert "@function" not in text or ("\tentry\ta1, " in text and "\tretw" in text), src.name
+    assert len(sources) > 30
+
+
 @pytest.mark.skipif(shutil.which("riscv64-unknown-elf-gcc") is None,
                     reason="needs riscv64-unknown-elf-gcc with picolibc")
 def test_engine_is_freestanding(tmp_path: Path) -> None:

@@ -16,8 +16,11 @@ sources' whole paths), the -u rule, ESP-NN's sources for the chip, the component
 folder, C++17 for the component, and the one link that takes them.  For the ESP32-C3, Debian's
 RISC-V GCC compiles every source for real with the framework's flags and headers
 (devkit/real_builders.py riscv_compilers: newlib's and libstdc++'s headers from Debian); for
-the Xtensa chips nothing is compiled (no Xtensa GCC can be had; clang-22's Xtensa backend has no
-esp32s3 CPU and needs other flags than the framework passes).  Nothing is linked: the link line is
+the Xtensa chips (no Xtensa GCC can be had) Debian's clang-22 compiles every C and C++ source for
+the esp32 core's windowed ABI with the framework's flags translated (xtensa_compilers), to objects
+assembled by GNU as when ESPNN_XTENSA_DYNCONFIG_DIR names the cores' binutils plugins
+(xtensa_esp32.so, xtensa_esp32s3.so; .S files too), else through code generation only (-S), and
+every source of ours must compile (check_xtensa_compiles).  Nothing is linked: the link line is
 checked, not run (linking the C3 firmware with Debian's RISC-V linker against the framework
 package's precompiled SDK libraries was not tried).  The ExecuTorch/flatbuffers/ESP-NN trees are the stand-in ones unless
 EXECUTORCH_SOURCE_DIR / FLATBUFFERS_SOURCE_DIR / ESPNN_ESP_NN_DIR name real ones.
@@ -59,7 +62,8 @@ def real_core(tmp_path_factory: pytest.TempPathFactory) -> Path:
     core = work / "core"
     h.seed_core(core)
     rb.install_platform(core, Path(os.environ[rb.ESPRESSIF32_ENV]))
-    rb.seed_wrapper_packages(core, Path(os.environ[rb.ESPRESSIF32_ENV]), rb.riscv_compilers())
+    rb.seed_wrapper_packages(core, Path(os.environ[rb.ESPRESSIF32_ENV]), rb.riscv_compilers(),
+                             xtensa=True)
     h.write_standin_sources(core, work)
     return core
 
@@ -116,7 +120,7 @@ def test_arduino_cpu_kernels_with_the_real_builders(real_core: Path, tmp_path: P
     proj = _cpu_kernels_project(tmp_path, board)
     log = tmp_path / "tools.jsonl"
     r = h.pio(real_core, proj, "run", "-v", "-e", board, timeout=1200,
-              extra_env={rb.LOG_ENV: str(log)})
+              extra_env={rb.LOG_ENV: str(log), **_xtensa_tolerate(_trees(real_core), prefix)})
     assert r.returncode == 0, r.output[-8000:]
     assert "executorch: 3 CPU operator(s) registered for the firmware" in r.output
     check_arduino_calls(proj / ".pio" / "build" / board, proj, log, mcu, prefix, board,
@@ -132,7 +136,7 @@ def test_arduino_example_with_the_real_builders(real_core: Path, tmp_path: Path,
     proj = _hello_world(tmp_path, f"\n[env:{board}]\nboard = {board}\n")
     log = tmp_path / "tools.jsonl"
     r = h.pio(real_core, proj, "run", "-v", "-e", board, timeout=1200,
-              extra_env={rb.LOG_ENV: str(log)})
+              extra_env={rb.LOG_ENV: str(log), **_xtensa_tolerate(_trees(real_core), prefix)})
     assert r.returncode == 0, r.output[-8000:]
     print(f"\n{board}: " + "; ".join(ln.strip() for ln in r.output.splitlines()
                                       if ln.startswith((" - framework", "executorch:"))))
@@ -140,6 +144,59 @@ def test_arduino_example_with_the_real_builders(real_core: Path, tmp_path: Path,
     assert f"executorch: lowering mlp.py for {mcu}" in r.output
     check_arduino_calls(proj / ".pio" / "build" / board, proj, log, mcu, prefix, board,
                         _trees(real_core))
+
+
+def _xtensa_tolerate(trees: dict[str, Path], prefix: str, *also: Path) -> dict[str, str]:
+    """For clang-22 on the Xtensa chips: the folders whose failing compiles are counted, not
+    fatal (the framework's sources and ESP-NN's, e.g. its GCC-only `"a"` asm constraint); ours
+    must all compile (check_xtensa_compiles)."""
+    if prefix not in rb.XTENSA_CORES:
+        return {rb.TOLERATE_ENV: os.pathsep.join(str(p) + "/" for p in also)} if also else {}
+    roots = [*also, trees["ESPNN_ESP_NN_DIR"]]
+    if os.environ.get(rb.ARDUINO_ENV):
+        roots.append(Path(os.environ[rb.ARDUINO_ENV]).resolve())
+    return {rb.TOLERATE_ENV: os.pathsep.join(str(p) + "/" for p in roots)}
+
+
+_ROOT_NAMES = {"components": "ESP-IDF", "esp-nn": "ESP-NN", "arduino": "Arduino-ESP32"}
+
+
+def check_xtensa_compiles(log: Path, compiles: list[rb.Call], ours: set[Path], board: str,
+                          prefix: str, tolerated: dict[str, str]) -> None:
+    """clang-22 compiled every C and C++ source for the chip (to an object assembled by GNU as
+    when the core's plugin is given, else through code generation, -S), and every .S with the
+    plugin: all of ours without a failure; the tolerated folders' failures counted."""
+    everything = rb.read_log(log)
+    real = {c.source(): c for c in everything if c.tool.startswith("real:") and c.source()}
+    gas = rb.xtensa_dynconfig(prefix) is not None
+    assert set(real) == {c.source() for c in compiles if gas or c.source().suffix != ".S"}
+    assert {Path(c.tool[5:]).name for c in real.values()} <= {"clang-22", "clang++-22"}
+    # CMake's configure checks (try_compile: a failure is their answer, e.g. FindThreads
+    # finding no pthread_create in Debian's newlib) are counted apart
+    probes = {s for s in real if "CMakeScratch" in s.parts}
+    failed = {s for s, c in real.items() if c.returncode} - probes
+    assert not failed & ours, {str(s): real[s].stderr for s in failed & ours}
+    roots = [t for t in tolerated.get(rb.TOLERATE_ENV, "").split(os.pathsep) if t]
+    assert all(any(str(s).startswith(t) for t in roots) for s in failed), \
+        sorted(str(s) for s in failed if not any(str(s).startswith(t) for t in roots))
+    ours_c = sorted(s for s in ours if s.suffix == ".c")
+    assert ours_c and all(real[s].returncode == 0 for s in ours_c)  # every C source of ours
+    if gas:
+        assert all(real[s].assembler == rb.XTENSA_AS for s in ours if s in real)
+    by_root = {Path(t).name: (sum(1 for s in real if str(s).startswith(t)),
+                              sum(1 for s in failed if str(s).startswith(t))) for t in roots}
+    by_root = {_ROOT_NAMES.get(name, name): nf for name, nf in by_root.items() if nf[0]}
+    retried = sorted(s.name for s, c in real.items() if c.retry)
+    how = (f"to objects, assembled by GNU as with the {rb.XTENSA_CORES[prefix]} plugin" if gas
+           else "through code generation only (-S; .S files logged)")
+    print(f"{board}: {len(real)} sources compiled for real by clang-22 ({how}): {len(ours)} of "
+          f"ours ({len(ours_c)} C, {sum(1 for s in ours if s.suffix == '.cpp')} C++, "
+          f"{sum(1 for s in ours if s.suffix == '.S')} .S), all compiled; "
+          + "; ".join(f"{name}'s {n}, {f} failed" for name, (n, f) in by_root.items())
+          + (f"; CMake's configure checks {len(probes)}, "
+             f"{sum(1 for s in probes if real[s].returncode)} failed" if probes else "")
+          + (f"; retried at -O0 (LLVM 22's Xtensa backend crashed): {', '.join(retried)}"
+             if retried else ""))
 
 
 def _trees(core: Path) -> dict[str, Path]:
@@ -165,6 +222,14 @@ def check_arduino_calls(build: Path, proj: Path, log: Path, mcu: str, prefix: st
     elif prefix.startswith("riscv32"):
         print(f"{board}: no RISC-V GCC with newlib and libstdc++ headers here: logged only")
     by_source = {c.source(): c for c in compiles}
+    if prefix in rb.XTENSA_CORES and rb.xtensa_compilers(prefix) is not None:
+        comp = (h.ROOT / "espnn_component").resolve()
+        et = trees["EXECUTORCH_SOURCE_DIR"]
+        ours_x = {s for s in by_source if s.is_relative_to(comp) or s.is_relative_to(et)
+                  or s.is_relative_to(proj.resolve()) or s.is_relative_to(build.resolve())}
+        check_xtensa_compiles(log, compiles, ours_x, board, prefix, _xtensa_tolerate(trees, prefix))
+    elif prefix in rb.XTENSA_CORES:
+        print(f"{board}: no clang-22 with newlib and libstdc++ headers here: logged only")
     assert all(c.tool.startswith(prefix) for c in calls if c.tool != "esptool.py")
     build = build.resolve()
 
@@ -297,7 +362,7 @@ def test_espidf_example_with_the_real_builders(idf_core: Path, tmp_path: Path, b
     # newlib headers and the submodules' upstream trees do not always compile (counted below)
     r = h.pio(idf_core, proj, "run", "-v", "-e", board, timeout=3000,
               extra_env={rb.LOG_ENV: str(log), "IDF_MAINTAINER": "1",
-                         rb.TOLERATE_ENV: str(idf / "components") + "/"})
+                         **_xtensa_tolerate(_trees(idf_core), prefix, idf / "components")})
     assert r.returncode == 0, r.output[-8000:]
     assert "Cannot establish a connection to the component registry" not in r.output
     assert "NOTICE: [1/1] idf (" in r.output  # the manifest asked the registry for nothing else
@@ -391,7 +456,10 @@ def check_idf_calls(build: Path, proj: Path, log: Path, mcu: str, prefix: str, b
 
     ours = {*got, *model_s, app.source(), *registration, *(s for s in by_source if s.is_relative_to(esp_nn)),
             *(c.source() for c in units.values())}
-    if prefix.startswith("riscv32") and rb.riscv_compilers() is not None:
+    if prefix in rb.XTENSA_CORES and rb.xtensa_compilers(prefix) is not None:
+        check_xtensa_compiles(log, compiles, ours - {s for s in ours if s.is_relative_to(esp_nn)},
+                              board, prefix, _xtensa_tolerate(trees, prefix, idf / "components"))
+    elif prefix.startswith("riscv32") and rb.riscv_compilers() is not None:
         assert set(real) == set(by_source)  # every compile ran the real compiler ...
         failed = {s: c for s, c in real.items() if c.returncode}
         assert not [s for s in failed if s in ours], {str(s): real[s].stderr for s in ours if s in failed}
