@@ -259,6 +259,6 @@ def in_place_pool_bytes(cases: Sequence[golden.GoldenCase]) -> int:
     need = 0
     for c in cases:
         p = decode(c.payload)
-        io = sum(a16(len(b)) + 16 for b in (*c.inputs, *c.expected))
+        io = golden.io_pool_bytes(p, c.inputs, c.expected)
         need = max(need, a16(state_bytes(p)) + 16 + a16(p.arena_size) + 16 + io)
     return a16(need + 256)

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from executorch_espnn import rendering
-from executorch_espnn.payload import Storage, decode
+from executorch_espnn.payload import Payload, Storage, decode
 from executorch_espnn.payload.state import state_bytes
 from executorch_espnn.reference import run_delegate
 
@@ -49,13 +49,21 @@ def make_case(name: str, payload: bytes, inputs: Sequence[npt.NDArray[np.generic
     multibyte = any(t.storage == Storage.CONST and t.dtype.size > 1 for t in p.tensors)
     ins = tuple(np.ascontiguousarray(x).tobytes() for x in inputs)
     outs = tuple(np.ascontiguousarray(y).tobytes() for y in expected)
-    io = sum(_align16(len(b)) + 16 for b in (*ins, *outs))
+    io = io_pool_bytes(p, ins, outs)
     # the odd-address placement holds the payload copy, a constants copy, state, arena and io
     ram = (
         _align16(len(payload) + 1) + 16 + _align16(len(p.constants)) + 16
         + _align16(state_bytes(p)) + 16 + _align16(p.arena_size) + 16 + io
     )
     return GoldenCase(name, payload, ins, outs, multibyte, ram)
+
+
+def io_pool_bytes(p: Payload, inputs: Sequence[bytes], outputs: Sequence[bytes]) -> int:
+    """Pool bytes golden_main.c takes for a case's io: none for a tensor with an io home (format
+    2.4: it runs in the arena, as EspnnModel runs it), an aligned buffer for each other one."""
+    homed = set(p.homes())
+    tids = [*p.inputs, *p.outputs]
+    return sum(_align16(len(b)) + 16 for tid, b in zip(tids, (*inputs, *outputs), strict=True) if tid not in homed)
 
 
 def c_bytes(data: bytes) -> str:
