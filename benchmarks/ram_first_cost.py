@@ -11,10 +11,12 @@ construction and say nothing about the cost.  So each model is lowered for the e
 ``optimize="speed"`` and ``"ram"`` (int8 I/O); every op ``ram`` moved to the ANSI kernel is cut
 out of both payloads as a payload of its own (devkit/single_op.py: the speed one keeps its
 scratch, so the engine calls the SIMD kernel; the ram one has none, so it calls the ANSI kernel),
-and both run in one S3 firmware (emulated/esp32s3.py, KERNELS_S3) through the golden harness:
-guest instructions per ``espnn_invoke`` from CCOUNT (+-25), each output checked against the
-reference executor.  Each pair is recorded under the op's content hash (target, opcode,
-parameters, operand dims), so any model with the same layer gets the figure in its report.
+and both run in one S3 firmware per layer (emulated/esp32s3.py, KERNELS_S3, in place only)
+through the golden harness: guest instructions per ``espnn_invoke`` from CCOUNT (+-25), each
+output checked against the reference executor.  Each pair is recorded under the op's geometry
+hash (target, opcode, geometry parameters, operand dims: kernel_cost.cost_key), so any model with
+a layer of that geometry gets the figure in its report.  docs/memory.md: a caveat on the ANSI
+counts, which moved between two runs of this harness.
 """
 
 from __future__ import annotations
@@ -86,14 +88,15 @@ def main(argv: list[str] | None = None) -> int:
     if not pairs:
         print("no layer moves to the ANSI kernel with optimize=ram in these models")
         return 0
-    # one firmware per layer pair: a model's layers with their inputs and golden outputs together
-    # overflow the S3's data RAM (DS-CNN's eight by ~480 KB)
+    # one firmware per layer pair, each case run in place only (no payload copies): a model's
+    # layers with their inputs and golden outputs together overflow the S3's data RAM (DS-CNN's
+    # eight by ~480 KB)
     counts: dict[str, int] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for i, p in enumerate(pairs):
-            counts.update(_run([p.fast, p.ansi], esp32s3.KERNELS_S3, f"ram_first_{i}", False,  # type: ignore[list-item]
+            counts.update(_run([p.fast, p.ansi], esp32s3.KERNELS_S3, f"ram_first_{i}", True,  # type: ignore[list-item]
                                Path(tmp)))
-    source = (f"emulated esp32s3 (Espressif QEMU -icount), ESP-NN at {esp32s3.esp_nn_dir()}, "
+    source = (f"emulated esp32s3 (Espressif QEMU -icount), ESP-NN {_esp_nn_version(esp32s3.esp_nn_dir())}, "
               f"benchmarks/ram_first_cost.py, {datetime.date.today().isoformat()}")
     rows = []
     for p in pairs:
@@ -103,6 +106,18 @@ def main(argv: list[str] | None = None) -> int:
     print(_table(["layer", "shape", "S3 SIMD (insns)", "ANSI (insns)", "cost"], rows))
     print(f"\nrecorded {len(pairs)} figure(s) in the cost cache ({source})")
     return 0
+
+
+def _esp_nn_version(tree: Path) -> str:
+    """ESP-NN's version from its idf_component.yml (a tree exported from the repository has no
+    git metadata), or 'of unknown version'."""
+    try:
+        for line in (tree / "idf_component.yml").read_text(encoding="utf-8").splitlines():
+            if line.startswith("version:"):
+                return line.split(":", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    return "of unknown version"
 
 
 if __name__ == "__main__":

@@ -191,3 +191,20 @@ def test_the_cost_benchmark_cuts_each_moved_layer_out_of_both_plans() -> None:
         assert pair.fast.inputs == pair.ansi.inputs  # type: ignore[attr-defined]
         assert pair.fast.expected == pair.ansi.expected  # type: ignore[attr-defined]
         assert cost_key(ansi, 0) == cost_key(fast, 0) == pair.key
+
+
+def test_the_cost_key_is_the_layers_geometry_not_its_quantization() -> None:
+    """A figure serves every layer of the same geometry (operand dims, strides, padding), whatever
+    its offsets and clamps; another stride is another key."""
+    from devkit.payload_factory import all_cases
+    from executorch_espnn.kernel_cost import cost_key
+
+    p = next(q for q in (decode(c.payload) for c in all_cases(0))
+             if any(op.opcode == Opcode.DEPTHWISE_CONV2D for op in q.ops))
+    i = next(i for i, op in enumerate(p.ops) if op.opcode == Opcode.DEPTHWISE_CONV2D)
+    key = cost_key(p, i)
+    p.ops[i].params.update(in_offset=p.ops[i].params["in_offset"] + 3, act_min=-100)
+    assert cost_key(p, i) == key
+    p.ops[i].params["stride_h"] += 1
+    assert cost_key(p, i) != key
+
