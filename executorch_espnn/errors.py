@@ -84,6 +84,14 @@ class OptionValueError(EspNNError):
         return f"{name}{self.value}: {self.problem}; {self.fix}"
 
 
+def check_choice(option: str, value: object, choices: tuple[str, ...], problem: str, fix: str) -> str:
+    """``value`` stripped and lower-cased when it is one of ``choices`` (a lowering keyword's
+    string choices: ``io``, ``input_layout``), else OptionValueError(option, value, problem, fix)."""
+    if isinstance(value, str) and value.strip().lower() in choices:
+        return value.strip().lower()
+    raise OptionValueError(option, value if isinstance(value, str) else repr(value), problem, fix)
+
+
 class ValidationDataError(EspNNError):
     """Validation data (held-out samples, optional labels) does not match the model."""
 

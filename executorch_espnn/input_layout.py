@@ -26,7 +26,7 @@ import inspect
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .errors import LoweringError, OptionValueError
+from .errors import LoweringError, check_choice
 from .firmware.options import INPUT_LAYOUT_CHOICES
 
 if TYPE_CHECKING:
@@ -39,10 +39,8 @@ TO_NCHW = (0, 3, 1, 2)  # what the wrapper does back, inside the program
 
 def check_input_layout(value: object) -> str:
     """``value`` as one of INPUT_LAYOUT_CHOICES, or OptionValueError naming the choices."""
-    if isinstance(value, str) and value.strip().lower() in INPUT_LAYOUT_CHOICES:
-        return value.strip().lower()
-    raise OptionValueError(
-        "input_layout", value if isinstance(value, str) else repr(value), "unknown input layout",
+    return check_choice(
+        "input_layout", value, INPUT_LAYOUT_CHOICES, "unknown input layout",
         'use "nchw" (the default: 4-D inputs as the model takes them, [N, C, H, W]) or "nhwc" '
         "(4-D inputs channels-last, [N, H, W, C], e.g. camera RGB bytes, read with no transposing copy)",
     )

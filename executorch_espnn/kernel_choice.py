@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .firmware.options import OPTIMIZE_CHOICES
 from .payload import Opcode, Payload
 from .payload_peak import kernel_scratch, partition_peak
 
-OPTIMIZE_CHOICES = ("speed", "ram")
 CHOOSABLE = (Opcode.CONV2D, Opcode.DEPTHWISE_CONV2D)
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import LoweringError, OptionValueError
+from .errors import LoweringError, check_choice
 from .firmware.options import IO_CHOICES
 from .graph.names import DEQUANTIZE, QUANTIZE, node_op
 from .payload.format import DType
@@ -31,10 +31,8 @@ if TYPE_CHECKING:
 
 def check_io(io: object) -> str:
     """``io`` as one of IO_CHOICES, or OptionValueError naming the choices."""
-    if isinstance(io, str) and io.strip().lower() in IO_CHOICES:
-        return io.strip().lower()
-    raise OptionValueError(
-        "io", io if isinstance(io, str) else repr(io), "unknown program I/O",
+    return check_choice(
+        "io", io, IO_CHOICES, "unknown program I/O",
         'use "float" (float32 inputs and outputs, quantized inside the delegate) or "int8" '
         "(the int8 values of the delegate's quantized side, with the scale and zero point the "
         "report and model_pte.h give)",

@@ -372,41 +372,39 @@ def _parse_one(
                         optimize=optimize, profile=prof, input_layout=input_layout)
 
 
-def _optimize_option(get: Callable[[str], str | None], kind: str) -> str:
-    """custom_executorch_optimize: speed (default) or ram (executorch_espnn.kernel_choice)."""
-    raw = (get(OPTIMIZE) or "").strip()
-    value = raw.lower() or OPTIMIZE_CHOICES[0]
-    if value not in OPTIMIZE_CHOICES:
+def _choice_option(get: Callable[[str], str | None], kind: str, option: str, choices: tuple[str, ...],
+                   uses: tuple[str, str], fixed: str) -> str:
+    """A two-choice option whose first choice is the default: ``uses`` says what each choice
+    does, ``fixed`` what a ready .pte has fixed (which only the default then leaves alone)."""
+    raw = (get(option) or "").strip()
+    value = raw.lower() or choices[0]
+    if value not in choices:
         raise OptionError(
-            f"{OPTIMIZE} = {raw}: unknown value; use `{OPTIMIZE} = speed` (the chip's fastest ESP-NN "
-            f"kernels, the default) or `{OPTIMIZE} = ram` (ESP-NN's ANSI kernel wherever a fast "
-            "kernel's scratch sets the arena's peak: less RAM, slower layers)"
+            f"{option} = {raw}: unknown value; use `{option} = {choices[0]}` ({uses[0]}) or "
+            f"`{option} = {choices[1]}` ({uses[1]})"
         )
-    if value != OPTIMIZE_CHOICES[0] and kind == "pte":
+    if value != choices[0] and kind == "pte":
         raise OptionError(
-            f"{OPTIMIZE} = {raw}: a ready .pte's kernels are fixed; point {MODEL} at the .py/.pt2 "
-            f"model or remove {OPTIMIZE}"
+            f"{option} = {raw}: a ready .pte's {fixed} fixed; point {MODEL} at the .py/.pt2 model or "
+            f"remove {option}"
         )
     return value
+
+
+def _optimize_option(get: Callable[[str], str | None], kind: str) -> str:
+    """custom_executorch_optimize: speed (default) or ram (executorch_espnn.kernel_choice)."""
+    return _choice_option(get, kind, OPTIMIZE, OPTIMIZE_CHOICES, (
+        "the chip's fastest ESP-NN kernels, the default",
+        "ESP-NN's ANSI kernel wherever a fast kernel's scratch sets the arena's peak: less RAM, "
+        "slower layers"), "kernels are")
 
 
 def _input_layout_option(get: Callable[[str], str | None], kind: str) -> str:
     """custom_executorch_input_layout: nchw (default) or nhwc (executorch_espnn.input_layout)."""
-    raw = (get(INPUT_LAYOUT) or "").strip()
-    value = raw.lower() or INPUT_LAYOUT_CHOICES[0]
-    if value not in INPUT_LAYOUT_CHOICES:
-        raise OptionError(
-            f"{INPUT_LAYOUT} = {raw}: unknown value; use `{INPUT_LAYOUT} = nchw` (4-D inputs as the "
-            f"model takes them, [N, C, H, W], the default) or `{INPUT_LAYOUT} = nhwc` (channels-last "
-            "[N, H, W, C] inputs, e.g. camera RGB bytes, read by the first convolution with no "
-            "transposing copy)"
-        )
-    if value != INPUT_LAYOUT_CHOICES[0] and kind == "pte":
-        raise OptionError(
-            f"{INPUT_LAYOUT} = {raw}: a ready .pte's input layout is fixed; point {MODEL} at the "
-            f".py/.pt2 model or remove {INPUT_LAYOUT}"
-        )
-    return value
+    return _choice_option(get, kind, INPUT_LAYOUT, INPUT_LAYOUT_CHOICES, (
+        "4-D inputs as the model takes them, [N, C, H, W], the default",
+        "channels-last [N, H, W, C] inputs, e.g. camera RGB bytes, read by the first convolution "
+        "with no transposing copy"), "input layout is")
 
 
 def profile_option(get: Callable[[str], str | None], kind: str = "py") -> bool:
