@@ -1,8 +1,16 @@
 /* ESP32-S3 board support for the emulated runs: console on UART0, the end of a run as on the
  * ESP32-C3 (emulated/esp_qemu.py: "EMU EXIT <n>" on UART0, then a software system reset that
  * QEMU's -no-reboot turns into its exit; on a board the same firmware prints the line and
- * reboots), and the ROM's watchdogs switched off (a long golden run must not be reset
- * half-way). */
+ * reboots), the ROM's watchdogs switched off (a long golden run must not be reset
+ * half-way), and the second core parked.
+ *
+ * Why park core 1: the S3 is dual-core, and its ROM leaves the APP CPU polling in a loop for a
+ * boot address.  QEMU runs both cores round-robin on one virtual clock, and under -icount that
+ * clock (so CCOUNT) counts the instructions of both: core 1's polling leaked into every count,
+ * by an amount that depended on where the scheduler's slices fell.  Two layouts of the same
+ * firmware measured one ANSI depthwise layer at 2,002,375 and 4,767,575 "instructions" for the
+ * same executed code.  Given the ROM's ets_set_appcpu_boot_addr, core 1 jumps to emu_s3_park
+ * (start.S) and halts in WAITI, so CCOUNT counts core 0 alone. */
 #include "emu.h"
 
 #define REG(addr) (*(volatile uint32_t *)(uintptr_t)(addr))
@@ -26,7 +34,13 @@
 #define RTC_CNTL_OPTIONS0 0x60008000u
 #define RTC_CNTL_SW_SYS_RST (1u << 31)
 
+/* The S3 ROM's public entry point ets_set_appcpu_boot_addr(uint32_t): the address the APP CPU's
+ * ROM loop waits for. */
+#define ROM_ETS_SET_APPCPU_BOOT_ADDR 0x40000720u
+
 const char emu_target_name[] = "esp32s3";
+
+void emu_s3_park(void); /* start.S */
 
 static void timg_wdt_off(uint32_t base)
 {
@@ -46,6 +60,9 @@ void emu_s3_board_init(void)
     REG(RTC_CNTL_SWD_WPROTECT) = SWD_WKEY;
     REG(RTC_CNTL_SWD_CONF) |= SWD_AUTO_FEED_EN;
     REG(RTC_CNTL_SWD_WPROTECT) = 0u;
+    void (*const set_appcpu_boot_addr)(uint32_t) =
+        (void (*)(uint32_t))(uintptr_t)ROM_ETS_SET_APPCPU_BOOT_ADDR;
+    set_appcpu_boot_addr((uint32_t)(uintptr_t)&emu_s3_park);
 }
 
 void emu_write(const char *s, size_t n)

@@ -215,3 +215,16 @@ emu_s3_ccount:
     rsr a2, ccount
     retw.n
     .size emu_s3_ccount, . - emu_s3_ccount
+
+    /* Where the APP CPU (core 1) is sent from the ROM's wait loop (board.c): interrupts masked,
+     * then WAITI, which halts the core for good (nothing can raise a level above 15).  It
+     * touches no stack and never returns, so it works however the ROM jumps here. */
+    .section .text.emu_s3_park, "ax"
+    .globl emu_s3_park
+    .type emu_s3_park, @function
+    .align 4
+emu_s3_park:
+    rsil a2, 15
+1:  waiti 15
+    j 1b
+    .size emu_s3_park, . - emu_s3_park

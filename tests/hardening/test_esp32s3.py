@@ -106,6 +106,39 @@ def test_s3_runs_end_as_the_c3s(tmp_path: Path) -> None:
     assert (hang.returncode, hang.ended, hang.verdict()) == (None, "timeout", None), hang.output
 
 
+SPIN = r"""
+#include <stdint.h>
+#include "emu.h"
+int main(void)
+{
+    uint32_t k = SPIN_ITERATIONS;
+    const uint32_t before = emu_insn_count();
+    __asm__ volatile("1: addi %0, %0, -1\n bnez %0, 1b" : "+r"(k)); /* two instructions a turn */
+    const uint32_t spent = emu_insn_count() - before;
+    emu_puts("spin: ");
+    emu_put_u32(spent);
+    emu_puts(" insns\n");
+    return 0;
+}
+"""
+SPIN_ITERATIONS = 150_000_000  # 0.3 s of virtual time: several of QEMU's round-robin slices
+
+
+def test_instruction_counts_are_core_0s_alone(tmp_path: Path) -> None:
+    """The S3 is dual-core and QEMU runs both cores on one virtual clock, so CCOUNT under
+    -icount counts every core's instructions: with the APP CPU left polling in the ROM, one
+    layer measured 2.0 M or 4.8 M "instructions" depending on the firmware's layout.  The board
+    parks core 1 (board.c), so a loop of known length measures its own length."""
+    src = tmp_path / "spin.c"
+    src.write_text(SPIN)
+    r = _s3_run(src, "spin", f"SPIN_ITERATIONS={SPIN_ITERATIONS}u", timeout=120)
+    assert r.returncode == 0, r.output
+    m = re.search(r"spin: (\d+) insns", r.output)
+    assert m is not None, r.output
+    # CCOUNT ticks every 25 instructions; the two reads add a few dozen
+    assert abs(int(m.group(1)) - 2 * SPIN_ITERATIONS) <= 100, r.output
+
+
 @pytest.fixture(scope="module")
 def s3_cases() -> list[golden.GoldenCase]:
     _need_firmware()
