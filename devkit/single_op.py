@@ -3,7 +3,9 @@ cost benchmark, benchmarks/ram_first_cost.py).
 
 The op keeps its parameters, constants and ``scratch_size`` (so a scratch-less CONV2D still runs
 ESP-NN's ANSI kernel on an S3, and one with scratch the SIMD kernel); every activation it reads
-becomes a delegate input and its result the delegate output, in the op's own physical dims."""
+becomes a delegate input and its result the delegate output, in the op's own physical dims.
+Only the op's own constants are kept (a MobileNet layer with the whole model's weights would not
+fit the emulated S3's SRAM), each at a 16-byte aligned offset as the planner places them."""
 
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ import numpy.typing as npt
 from executorch_espnn.payload import DType, OpRec, Payload, Storage, TensorRec, decode, encode
 from executorch_espnn.planner import plan_payload
 
+_CONST_ALIGN = 16
+
 
 def single_op_payload(payload: bytes | Payload, op: int) -> bytes:
     p = decode(payload) if isinstance(payload, bytes) else payload
@@ -22,13 +26,16 @@ def single_op_payload(payload: bytes | Payload, op: int) -> bytes:
     tensors: list[TensorRec] = []
     inputs: list[int] = []
     new_inputs: list[int | None] = []
+    blob = bytearray()
     for tid in o.inputs:
         if tid is None:
             new_inputs.append(None)
             continue
         t = p.tensors[tid]
         if t.storage == Storage.CONST:
-            tensors.append(replace(t))
+            blob.extend(bytes(-len(blob) % _CONST_ALIGN))
+            tensors.append(replace(t, offset=len(blob)))
+            blob.extend(p.constants[t.offset:t.offset + t.nbytes])
         else:
             tensors.append(replace(t, storage=Storage.INPUT, offset=len(inputs)))
             inputs.append(len(tensors) - 1)
@@ -36,7 +43,7 @@ def single_op_payload(payload: bytes | Payload, op: int) -> bytes:
     tensors.append(replace(p.tensors[o.output], storage=Storage.OUTPUT, offset=0))
     one = Payload(tensors=tensors, ops=[OpRec(o.opcode, tuple(new_inputs), len(tensors) - 1, dict(o.params), 0,
                                               o.scratch_size)],
-                  inputs=inputs, outputs=[len(tensors) - 1], constants=p.constants, arena_size=0,
+                  inputs=inputs, outputs=[len(tensors) - 1], constants=bytes(blob), arena_size=0,
                   target=p.target, producer=p.producer)
     plan_payload(one)
     return encode(one)

@@ -9,9 +9,13 @@ figures are measured once per (target, op, shapes, parameters, kernel pair) by a
 emulated chip and cached here by a content hash of exactly those; the report shows a figure only
 when the cache has one for that op, with where it came from, and otherwise says it is not measured.
 
-The cache is one small JSON file per key under ``$ESPNN_CACHE_DIR/kernel-cost/`` (default
-``~/.cache/executorch-espnn/kernel-cost/``), the host library's cache folder: a user's measurement,
-never part of the package.
+Two places hold figures, looked up in this order:
+
+* the user's cache, one small JSON file per key under ``$ESPNN_CACHE_DIR/kernel-cost/`` (default
+  ``~/.cache/executorch-espnn/kernel-cost/``, the host library's cache folder), where
+  ``benchmarks/ram_first_cost.py`` records what it measures: a user's own measurement wins;
+* the package's ``kernel_costs.json``, the figures that benchmark measured for the zoo's
+  geometries (``--ship`` writes them), each entry with its layer and how it was measured.
 """
 
 from __future__ import annotations
@@ -76,14 +80,36 @@ def cache_dir() -> Path:
     return root / SUBDIR
 
 
+SHIPPED = Path(__file__).with_name("kernel_costs.json")
+
+
+def _cost(d: object) -> KernelCost | None:
+    try:
+        assert isinstance(d, dict)
+        return KernelCost(int(d["fast_instructions"]), int(d["ansi_instructions"]), str(d["source"]))
+    except (AssertionError, ValueError, KeyError, TypeError):
+        return None
+
+
+def shipped(path: Path = SHIPPED) -> dict[str, dict[str, object]]:
+    """The package's measured figures by key (empty if the file is missing or unreadable: a
+    report then says "not measured", it never fails over a cost figure)."""
+    try:
+        table = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return table if isinstance(table, dict) else {}
+
+
 def lookup(key: str) -> KernelCost | None:
-    """The measured cost for ``key``, or None (no measurement, or an unreadable entry)."""
+    """The measured cost for ``key``: the user's cache first, then the package's figures; None
+    when neither has it (or the entry is unreadable)."""
     path = cache_dir() / f"{key}.json"
     try:
-        d = json.loads(path.read_text(encoding="utf-8"))
-        return KernelCost(int(d["fast_instructions"]), int(d["ansi_instructions"]), str(d["source"]))
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+        own = _cost(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        own = None
+    return own if own is not None else _cost(shipped().get(key))
 
 
 def record(key: str, cost: KernelCost) -> Path:
@@ -95,3 +121,13 @@ def record(key: str, cost: KernelCost) -> Path:
     tmp.write_text(json.dumps(asdict(cost), indent=1) + "\n", encoding="utf-8")
     tmp.replace(path)
     return path
+
+
+def ship(entries: dict[str, tuple[KernelCost, str]], path: Path = SHIPPED) -> int:
+    """Merge measurements (key -> (cost, layer label)) into the package's table; returns how
+    many keys it now holds.  Keys are sorted so a re-measurement changes only its lines."""
+    table = shipped(path)
+    for key, (cost, layer) in entries.items():
+        table[key] = {"layer": layer, **asdict(cost)}
+    path.write_text(json.dumps(dict(sorted(table.items())), indent=1) + "\n", encoding="utf-8")
+    return len(table)

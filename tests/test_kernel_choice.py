@@ -92,16 +92,22 @@ def test_platformio_optimize_option(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_ds_cnn_on_the_s3_needs_the_esp32_arena_with_ram_first_kernels() -> None:
+def test_ds_cnn_on_the_s3_needs_the_esp32_arena_with_ram_first_kernels(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """DS-CNN for the ESP32-S3 with optimize="ram": its arena is what the esp32 lowering (whose
-    kernels take no scratch) plans, the report names each moved layer and what it saved, and
-    the program computes what the speed program does (host.run)."""
+    kernels take no scratch) plans, the report names each moved layer, what it saved and what
+    it costs (the package's measured figures, with an empty user cache; a user's own figure
+    wins), and the program computes what the speed program does (host.run)."""
     import numpy as np
 
     import executorch_espnn as ee
     from devkit.zoo import ZOO
     from executorch_espnn import host
+    from executorch_espnn.kernel_cost import KernelCost, cost_key, record, shipped
     from executorch_espnn.pte import delegate_payloads
+    from executorch_espnn.report import build_report
+
+    monkeypatch.setenv("ESPNN_CACHE_DIR", str(tmp_path))
 
     z = ZOO["ds_cnn_kws"]
     cal = z.calibration_data(2)
@@ -126,10 +132,52 @@ def test_ds_cnn_on_the_s3_needs_the_esp32_arena_with_ram_first_kernels() -> None
                 f"{c.saved_bytes:,} B of scratch saved") in text
     assert lowered["s3_ram"].report.to_dict()["partitions"][0]["ansi_ops"][0]["saved_bytes"] == moved[0].saved_bytes
     assert "ANSI kernel" not in str(lowered["s3"].report)
+    table = shipped()
+    for a in lowered["s3_ram"].report.partitions[0].ansi_ops:
+        entry = table[cost_key(p, a.op)]
+        assert a.instructions == (entry["fast_instructions"], entry["ansi_instructions"])
+        assert a.cost_source.startswith("emulated esp32s3") and "ESP-NN 1.2.3" in a.cost_source
+    first = moved[0].op
+    record(cost_key(p, first), KernelCost(1000, 9600, "my board"))
+    mine = build_report(lowered["s3_ram"].pte).partitions[0].ansi_ops[0]
+    assert (mine.instructions, mine.cost_source) == ((1000, 9600), "my board")
     for x in z.test_inputs(2):
         xq = lowered["s3"].inputs[0]
         q = np.clip(np.round(x[0].numpy() / xq.scale) + xq.zero_point, -128, 127).astype(np.int8)
         np.testing.assert_array_equal(host.run(lowered["s3_ram"].pte, [q])[0], host.run(lowered["s3"].pte, [q])[0])
+
+
+def test_the_shipped_cost_figures_are_measurements_with_their_layer_and_source() -> None:
+    """executorch_espnn/kernel_costs.json (written by benchmarks/ram_first_cost.py --ship): one
+    entry per geometry key, each a pair of instruction counts where the ANSI kernel costs more,
+    the layer it was measured on and how; an unreadable table reads as empty (the report then
+    says "not measured"), never as an error."""
+    import json
+    import re
+
+    from executorch_espnn import kernel_cost
+
+    table = kernel_cost.shipped()
+    assert table, "no shipped figures"
+    for key, entry in table.items():
+        assert re.fullmatch(r"[0-9a-f]{64}", key)
+        cost = kernel_cost.lookup(key)
+        assert cost is not None and 0 < cost.fast_instructions < cost.ansi_instructions
+        assert re.search(r" \(\w+ op \d+\)$", str(entry["layer"])), entry
+        assert "emulated esp32s3" in cost.source and "ram_first_cost.py" in cost.source
+    assert json.loads(kernel_cost.SHIPPED.read_text(encoding="utf-8")) == dict(sorted(table.items()))
+
+
+def test_an_unreadable_cost_table_reads_as_empty(tmp_path: Path) -> None:
+    from executorch_espnn import kernel_cost
+
+    bad = tmp_path / "kernel_costs.json"
+    for text in ("{not json", "[1, 2]"):
+        bad.write_text(text, encoding="utf-8")
+        assert kernel_cost.shipped(bad) == {}
+    assert kernel_cost.shipped(tmp_path / "missing.json") == {}
+    n = kernel_cost.ship({"ab" * 32: (kernel_cost.KernelCost(10, 20, "t"), "l (m op 1)")}, bad)
+    assert n == 1 and kernel_cost.shipped(bad)["ab" * 32]["ansi_instructions"] == 20
 
 
 def test_the_report_names_each_moved_layer_its_kernels_and_the_scratch_both_plans_differ_by(
