@@ -27,8 +27,10 @@ output spec, or an input edge's when the producer is not quantized) becomes the 
 variant of itself (same observer, ``per_tensor_symmetric``), and every reader of the class
 reads the symmetric parameters, on PT2E's side and the delegate's alike (fidelity holds by
 construction).  That is done only where every operator reading the class's values is a matmul
-(attention's q, k and v: signed projections whichever matmul reads them); a class a ReLU, a
-convolution or a residual add reads keeps its affine parameters, and the matmul its s16 path.
+that reads it as ``a`` or is made symmetric itself (attention's q and k: signed projections); a
+class a ReLU, a convolution or a residual add reads keeps its affine parameters, and so does one
+a matmul with an affine ``a`` reads as ``b`` (v of a packed q/k/v projection, read by ``p @ v``:
+symmetric, it would put ``p @ v`` on the slower s8 path with an input offset).
 The alternative, a second, symmetric observer on the matmul's own input edge, costs a
 requantisation (a LUT pass over the operand and its buffer) and, measured, made torch's
 GroupBasedPartitioner leave q/k-from-one-projection graphs in two delegates: not done.
