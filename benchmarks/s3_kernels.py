@@ -36,6 +36,22 @@ _LINE = re.compile(r"^case (\S+): ok \((\d+) runs, \d+ bytes, (\d+) insns/invoke
 DEFAULT_ZOO = ("ds_cnn_kws", "resnet8")
 
 
+# BATCH_MATMUL shapes (M, K, N) x 2 batches, each with both operands affine (ESP-NN's s16 path),
+# b's zero point 0 (its s8 path with an input offset) and both 0 (its s8 path, no offsets): what
+# the quantizer's symmetric operands are chosen by (docs/operators.md "Symmetric matmul operands")
+MATMUL_SHAPES = ((64, 32, 64), (16, 64, 64), (8, 128, 32))
+# (what, b symmetric, a symmetric)
+_MATMUL_ZERO_POINTS = (("both affine: s16", False, False), ("b zero point 0: s8 + input offset", True, False),
+                       ("both zero points 0: s8", True, True))
+
+
+def _matmul_cases() -> list[tuple[str, Case]]:
+    return [(f"matmul {m}x{k} @ {k}x{n} x2, {what}",
+             pf.batch_matmul_case(f"matmul_{m}x{k}x{n}_{i}", a_shape=(2, m, k), b_shape=(2, k, n),
+                                  b_symmetric=bs, a_symmetric=a_s))
+            for m, k, n in MATMUL_SHAPES for i, (what, bs, a_s) in enumerate(_MATMUL_ZERO_POINTS)]
+
+
 def layer_cases() -> list[tuple[str, Case]]:
     """(what it is, case): one per ESP-NN kernel the engine calls, at layer sizes of the zoo."""
     return [
@@ -106,6 +122,13 @@ def main(argv: list[str] | None = None) -> int:
         print(_table(["op", *head[1:]], _rows([(label, c.name) for label, c in layers],
                                               runs[esp32s3.KERNELS_S3],
                                               runs[esp32s3.KERNELS_ANSI])) + "\n", flush=True)
+        # the matmuls in a firmware of their own (with the layers they overflow its DRAM)
+        mm = [(label, golden.make_case(c.name, retarget(c.payload, Target.ESP32S3), c.inputs))
+              for label, c in _matmul_cases()]
+        got = _run([c for _, c in mm], esp32s3.KERNELS_S3, "s3_matmuls", False, work)
+        print("## BATCH_MATMUL by zero points, S3 kernels (bit-exact in each)\n")
+        print(_table(["matmul", "S3 kernels (insns)"], [[label, f"{got[c.name]:,}"] for label, c in mm]) + "\n",
+              flush=True)
         if args.zoo:
             labels, s3, ansi = [], {}, {}
             for name in args.zoo:

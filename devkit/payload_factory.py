@@ -910,11 +910,19 @@ def layer_norm_case(name: str, *, shape: tuple[int, ...], affine: bool = True, e
 
 
 def batch_matmul_case(name: str, *, a_shape: tuple[int, ...], b_shape: tuple[int, ...],
-                      act: str | None = None, seed: int = 0) -> Case:
-    """BATCH_MATMUL of a [..., M, K] and b [..., K, N], b handed over transposed."""
+                      act: str | None = None, b_symmetric: bool = False, a_symmetric: bool = False,
+                      seed: int = 0) -> Case:
+    """BATCH_MATMUL of a [..., M, K] and b [..., K, N], b handed over transposed; with
+    ``b_symmetric`` (``a_symmetric``) b's (a's) zero point is 0: ESP-NN's filter (input) offset."""
     gen = torch.Generator().manual_seed(seed)
-    _, q_a, aq = _quant_input(gen, a_shape, scale=1.2, shift=0.3)
-    _, q_b, bq = _quant_input(gen, b_shape, scale=0.8, shift=-0.2)
+    a_float, q_a, aq = _quant_input(gen, a_shape, scale=1.2, shift=0.3)
+    b_float, q_b, bq = _quant_input(gen, b_shape, scale=0.8, shift=-0.2)
+    if b_symmetric:
+        q_b = QParams(float(np.float32(float(b_float.abs().max()) / 127.5)), 0)
+        bq = quantize_t(b_float, q_b)
+    if a_symmetric:
+        q_a = QParams(float(np.float32(float(a_float.abs().max()) / 127.5)), 0)
+        aq = quantize_t(a_float, q_a)
     y = _apply_act(torch.matmul(dequantize_t(aq, q_a), dequantize_t(bq, q_b)), act)
     q_out = QParams.of(y)
     lo, hi = act_range(q_out, act)
@@ -1226,6 +1234,12 @@ def all_cases(seed: int = 0) -> list[Case]:
         batch_matmul_case("matmul_4d_heads", a_shape=(1, 3, 6, 4), b_shape=(1, 3, 4, 6), seed=s + 2),
         batch_matmul_case("matmul_broadcast_a", a_shape=(1, 4, 20), b_shape=(3, 20, 5), seed=s + 3),
         batch_matmul_case("matmul_broadcast_b", a_shape=(3, 4, 20), b_shape=(1, 20, 5), seed=s + 4),
+        # b's zero point 0, K % 16 == 0: the S3 FC's s8 MAC path, with a's input offset and
+        # (what the quantizer makes for K >= 64) without
+        batch_matmul_case("matmul_b_symmetric", a_shape=(2, 6, 32), b_shape=(2, 32, 10),
+                          b_symmetric=True, seed=s + 5),
+        batch_matmul_case("matmul_symmetric_k64", a_shape=(1, 2, 5, 64), b_shape=(1, 2, 64, 12),
+                          b_symmetric=True, a_symmetric=True, seed=s + 6),
         # the operands ESP-NN's ESP32-S3 kernels compute wrongly (docs/engine.md, "ESP32-S3
         # kernels"): the engine must route them to ESP-NN's ANSI kernels on the S3
         binary_case("mul_simd_and_tail", Opcode.MUL, (1, 3, 5, 9), (1, 3, 5, 9), seed=s + 7),

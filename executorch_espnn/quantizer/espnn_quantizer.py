@@ -11,6 +11,7 @@ from torchao.quantization.pt2e.quantizer import Quantizer
 from ..errors import QuantizerConfigError
 from .annotators import BY_TARGET
 from .annotators.recurrent import tie_recurrent_steps
+from .annotators.symmetric import symmetric_matmul_operands
 from .config import EspNNQuantizationConfig
 from .context import AnnotationContext, is_annotated, is_float_result
 from .rewrites import rewrite_for_annotation
@@ -92,6 +93,7 @@ class EspNNQuantizer(Quantizer):  # type: ignore[misc]  # torchao is untyped
             if cfg is not None:
                 annotator.annotate(node, cfg, ctx)
         tie_recurrent_steps(model)
+        symmetric_matmul_operands(model)
         return model
 
     def validate(self, model: GraphModule) -> None:

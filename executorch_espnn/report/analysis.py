@@ -112,7 +112,8 @@ def _dims(dims: tuple[int, ...]) -> str:
 
 def _matmul_layer(part: int, i: int, p: Payload) -> FastPathLayer:
     """BATCH_MATMUL runs one esp_nn_fully_connected_s8 call per row of a, with b (handed over
-    transposed) as the filter and b's zero point as ESP-NN's filter offset."""
+    transposed) as the filter and b's zero point as ESP-NN's filter offset, a's as its input
+    offset (fast on the S3 only with both 0)."""
     op = p.ops[i]
     a_id, b_id = op.inputs[0], op.inputs[1]
     assert a_id is not None and b_id is not None
@@ -131,7 +132,11 @@ def _matmul_layer(part: int, i: int, p: Payload) -> FastPathLayer:
         return FastPathLayer(part, i, layer, shape, macs, False, f"row_len {k} < 16: ESP-NN's s16 fallback")
     if (a.storage == Storage.ARENA and a.offset % 16) or (rows > 1 and k % 16):
         return FastPathLayer(part, i, layer, shape, macs, False, "rows of a not 16-byte aligned")
-    return FastPathLayer(part, i, layer, shape, macs, True, "row_len >= 16, b's zero point 0, aligned")
+    if op.params["a_offset"] != 0:
+        # measured slower than the s16 path (docs/operators.md, "Symmetric matmul operands")
+        return FastPathLayer(part, i, layer, shape, macs, False,
+                             "s8 path with a's zero point: ESP-NN sums the filter at every row")
+    return FastPathLayer(part, i, layer, shape, macs, True, "row_len >= 16, zero points 0, aligned")
 
 
 #: operators ESP-NN has no kernel for, run by the engine's own C kernel (engine/ops/*.c); the

@@ -229,6 +229,39 @@ def test_zoo_bit_exact_on_s3(name: str, tmp_path: Path) -> None:
                          r.output, re.M), r.output[-3000:]
 
 
+@pytest.mark.slow
+def test_symmetric_attention_matmul_bit_exact_on_s3(tmp_path: Path) -> None:
+    """An attention block whose ``q @ k^T`` (head dim 64) the quantizer made symmetric: its
+    BATCH_MATMUL has both offsets 0, so ESP-NN's S3 kernel runs its s8 MAC path (the offsets
+    and geometry decide it, src/espnn_s3_kernels.h), bit-exact with the reference executor on
+    the S3 and the ANSI kernels."""
+    import numpy as np
+    import torch
+
+    from devkit.lowering_helpers import lower
+    from executorch_espnn.payload import Opcode, decode
+    from tests.test_symmetric_matmul import SharedProjection
+
+    _need_firmware()
+    torch.manual_seed(0)
+    low = lower(SharedProjection(shared_v=False).eval(), (torch.randn(1, 24, 64),), target="esp32s3")
+    (data,) = low.payloads
+    p = decode(data)
+    mm = [op for op in p.ops if op.opcode == Opcode.BATCH_MATMUL]
+    assert (mm[0].params["a_offset"], mm[0].params["b_offset"]) == (0, 0)
+    assert p.tensors[mm[0].inputs[0]].dims[-1] == 64  # K: the s8 path's row
+    x = np.random.default_rng(0).standard_normal(p.tensors[p.inputs[0]].dims).astype(np.float32)
+    cases = [golden.make_case("attention_qk64", data, [x])]
+    gen = tmp_path / "attn.c"
+    gen.write_text(golden.render(cases, "tests/test_symmetric_matmul.py SharedProjection",
+                                 esp32s3.in_place_pool_bytes(cases)))
+    for kernels in esp32s3.KERNEL_SETS:
+        elf = esp32s3.golden_firmware(gen, kernels, name=f"attn_{kernels}",
+                                      defines=("GOLDEN_IN_PLACE_ONLY",))
+        r = esp32s3.run(elf, timeout=1800)
+        assert "EMU VERDICT PASS target=esp32s3 cases=1 failed=0" in r.output, r.output[-3000:]
+
+
 # --------------------------------------------------------------- the stack check (clang-22 only)
 
 STACK_ARGS_WITH_VLA = r"""

@@ -6,8 +6,10 @@
  * filter), so each row of a is one esp_nn_fully_connected_s8 call with bt[b] as the filter
  * and -zero_point of b as ESP-NN's filter offset.  On the ESP32-S3, ESP-NN 1.2.3 takes its
  * s8 MAC path only with a filter offset of 0 (and K >= 16, the row 16-byte aligned); a
- * non-zero offset runs its s16 SIMD kernel.  An operand whose batch is 1 is read for every
- * output batch (stride 0).
+ * non-zero offset runs its s16 SIMD kernel.  With a non-zero input offset the s8 path sums
+ * the filter at every call (every row here), slower than s16: the quantizer makes both zero
+ * points 0 or neither (docs/operators.md, "Symmetric matmul operands").  Neither path takes
+ * scratch.  An operand whose batch is 1 is read for every output batch (stride 0).
  */
 #include <stddef.h>
 

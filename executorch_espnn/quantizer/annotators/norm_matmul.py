@@ -10,6 +10,7 @@ from torch.fx import Node
 from ..config import EspNNQuantizationConfig
 from ..context import AnnotationContext, annotate
 from .patterns import aten
+from .symmetric import MATMUL_TARGETS
 
 
 class LayerNormAnnotator:
@@ -23,9 +24,13 @@ class LayerNormAnnotator:
 
 class MatmulAnnotator:
     """``a @ b`` with both operands activations (attention's ``q @ k^T`` and ``p @ v``);
-    a constant operand is quantized per tensor like an activation."""
+    a constant operand is quantized per tensor like an activation.
 
-    targets: frozenset[OpOverload] = frozenset({aten.matmul.default, aten.bmm.default, aten.mm.default})
+    After every node is annotated, ``symmetric.symmetric_matmul_operands`` makes both operands
+    symmetric (zero point 0) where ESP-NN's S3 s8 MAC path then runs faster (K >= 64, aligned
+    rows) and neither is non-negative or fixed: ``q @ k^T`` with a head dim >= 64."""
+
+    targets: frozenset[OpOverload] = MATMUL_TARGETS
 
     def annotate(self, node: Node, cfg: EspNNQuantizationConfig, ctx: AnnotationContext) -> None:
         a, b = node.args[0], node.args[1]
