@@ -56,6 +56,11 @@ LITE_CORE = ("kernels/kernel_util.cc", "core/c/common.cc", "core/api/flatbuffer_
              "kernels/internal/tensor_utils.cc", "kernels/internal/tensor_ctypes.cc",
              "kernels/internal/reference/portable_tensor_utils.cc")
 MLIR_CORE = ("lite/core/api/error_reporter.cc", "lite/schema/schema_utils.cc")
+# clang-22's Xtensa backend stops with "Cannot select ... TargetConstantPool" on this file when
+# optimising (a float select table in ApplySignbitToVector, which only the hybrid and LSTM
+# kernels call); the ESP32-S3 build compiles it with -O0.  Of it the models' kernels call only
+# UnpackDenseInt4IntoInt8, for int4 weights, which these models do not have.
+CLANG_XTENSA_O0 = ("kernels/internal/portable_tensor_utils.cc",)
 
 # TFLite builtin op (the model's) -> MicroMutableOpResolver method
 RESOLVER = {
@@ -110,17 +115,24 @@ def _tflm_flags(t: Trees, logging: bool, kernels: Kernels | None = None) -> tupl
                       HERE / "include", t.esp_nn / "include", system=True))
 
 
-def tflm_units(t: Trees, logging: bool, kernels: Kernels | None = None) -> dict[str, list[Unit]]:
+def kernels_chip(kernels: Kernels | None) -> str | None:
+    return kernels.idf_target if kernels is not None else None
+
+
+def tflm_units(t: Trees, logging: bool, kernels_set: Kernels | None = None) -> dict[str, list[Unit]]:
     """The TFLM sources by part: the runtime and the kernels (ESP-NN's where it has them)."""
     lite = t.tflm / "tensorflow/lite"
     micro = lite / "micro"
-    flags = _tflm_flags(t, logging, kernels)
+    flags = _tflm_flags(t, logging, kernels_set)
     kernels = sorted(p for p in (micro / "kernels").glob("*.cc") if p.name not in ESP_NN_REPLACED)
     kernels += sorted((micro / "kernels/esp_nn").glob("*.cc"))
+    xtensa_clang = kernels_chip(kernels_set) == "esp32s3"
+    o0 = {lite / f for f in CLANG_XTENSA_O0} if xtensa_clang else set()
     runtime = [*(micro / f for f in MICRO_CORE), *(lite / f for f in LITE_CORE),
                *((t.tflm / "tensorflow/compiler/mlir") / f for f in MLIR_CORE),
                *sorted((micro / "tflite_bridge").glob("*.cc"))]
-    return {RUNTIME: [Unit(p, flags) for p in runtime], KERNELS: [Unit(p, flags) for p in kernels]}
+    return {RUNTIME: [Unit(p, (*flags, *(("-O0",) if p in o0 else ()))) for p in runtime],
+            KERNELS: [Unit(p, flags) for p in kernels]}
 
 
 @dataclass(frozen=True)
