@@ -56,11 +56,14 @@ LITE_CORE = ("kernels/kernel_util.cc", "core/c/common.cc", "core/api/flatbuffer_
              "kernels/internal/tensor_utils.cc", "kernels/internal/tensor_ctypes.cc",
              "kernels/internal/reference/portable_tensor_utils.cc")
 MLIR_CORE = ("lite/core/api/error_reporter.cc", "lite/schema/schema_utils.cc")
-# clang-22's Xtensa backend stops with "Cannot select ... TargetConstantPool" on this file when
-# optimising (a float select table in ApplySignbitToVector, which only the hybrid and LSTM
-# kernels call); the ESP32-S3 build compiles it with -O0.  Of it the models' kernels call only
-# UnpackDenseInt4IntoInt8, for int4 weights, which these models do not have.
-CLANG_XTENSA_O0 = ("kernels/internal/portable_tensor_utils.cc",)
+# clang-22's Xtensa backend stops with "Cannot select ... TargetConstantPool" on these files at
+# any optimisation level but -O0 (a select between float constants turned into a table load:
+# ApplySignbitToVector, reduce's EvalMinMaxHelper); the ESP32-S3 build compiles them with -O0.
+# Of the first the models' kernels call only UnpackDenseInt4IntoInt8 (int4 weights: not these
+# models'); the second holds MEAN, so TFLM's MEAN on the S3 is unoptimised code (its
+# instructions an upper bound: docs/benchmarks.md).
+CLANG_XTENSA_O0 = ("lite/kernels/internal/portable_tensor_utils.cc",
+                   "lite/micro/kernels/reduce_common.cc")
 
 # TFLite builtin op (the model's) -> MicroMutableOpResolver method
 RESOLVER = {
@@ -127,12 +130,12 @@ def tflm_units(t: Trees, logging: bool, kernels_set: Kernels | None = None) -> d
     kernels = sorted(p for p in (micro / "kernels").glob("*.cc") if p.name not in ESP_NN_REPLACED)
     kernels += sorted((micro / "kernels/esp_nn").glob("*.cc"))
     xtensa_clang = kernels_chip(kernels_set) == "esp32s3"
-    o0 = {lite / f for f in CLANG_XTENSA_O0} if xtensa_clang else set()
+    o0 = {t.tflm / "tensorflow" / f for f in CLANG_XTENSA_O0} if xtensa_clang else set()
     runtime = [*(micro / f for f in MICRO_CORE), *(lite / f for f in LITE_CORE),
                *((t.tflm / "tensorflow/compiler/mlir") / f for f in MLIR_CORE),
                *sorted((micro / "tflite_bridge").glob("*.cc"))]
     return {RUNTIME: [Unit(p, (*flags, *(("-O0",) if p in o0 else ()))) for p in runtime],
-            KERNELS: [Unit(p, flags) for p in kernels]}
+            KERNELS: [Unit(p, (*flags, *(("-O0",) if p in o0 else ()))) for p in kernels]}
 
 
 @dataclass(frozen=True)

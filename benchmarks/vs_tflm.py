@@ -161,9 +161,10 @@ def our_side(key: str, logging: bool, stack: Any, kernels: Any) -> Side:
     from emulated.build import CompileError
 
     tree = et_runtime.prepare()
-    # as lower() builds by default: no self-test cases (opt-in, selftest=N; TFLM has none), so
-    # neither their vectors nor EspnnModel::self_test() are in the firmware
-    model = replace(mcu_stack.zoo_model(key, n_cases=1, target=stack.lower_for), selftest=None)
+    # int8 program I/O (io="int8") as the TFLite twin has it, so neither side converts floats at
+    # its boundary; no self-test cases (opt-in, selftest=N; TFLM has none), so neither their
+    # vectors nor EspnnModel::self_test() are in the firmware
+    model = replace(mcu_stack.int8_io_model(key, n_cases=1, target=stack.lower_for), selftest=None)
     try:
         p = mcu_stack.prepare_model(model, tree, timeout=900, stack=stack)
         run = mcu_stack.run_app(p, kernels, tree, logging=logging, timeout=900)
