@@ -56,14 +56,13 @@ LITE_CORE = ("kernels/kernel_util.cc", "core/c/common.cc", "core/api/flatbuffer_
              "kernels/internal/tensor_utils.cc", "kernels/internal/tensor_ctypes.cc",
              "kernels/internal/reference/portable_tensor_utils.cc")
 MLIR_CORE = ("lite/core/api/error_reporter.cc", "lite/schema/schema_utils.cc")
-# clang-22's Xtensa backend stops with "Cannot select ... TargetConstantPool" on these files at
+# clang-22's Xtensa backend stops with "Cannot select ... TargetConstantPool" on some TFLM files at
 # any optimisation level but -O0 (a select between float constants turned into a table load:
-# ApplySignbitToVector, reduce's EvalMinMaxHelper); the ESP32-S3 build compiles them with -O0.
-# Of the first the models' kernels call only UnpackDenseInt4IntoInt8 (int4 weights: not these
-# models'); the second holds MEAN, so TFLM's MEAN on the S3 is unoptimised code (its
-# instructions an upper bound: docs/benchmarks.md).
-CLANG_XTENSA_O0 = ("lite/kernels/internal/portable_tensor_utils.cc",
-                   "lite/micro/kernels/reduce_common.cc")
+# ApplySignbitToVector, reduce's EvalMinMaxHelper, svdf's float reference); the ESP32-S3 build
+# compiles a file it fails on again with -O0 (_compile_s3) and names them (TflmFirmware.o0).  Of
+# the models' ops that leaves MEAN (reduce_common.cc) unoptimised: TFLM's S3 instructions are an
+# upper bound by that op (docs/benchmarks.md).
+CLANG_XTENSA_CANNOT = "Cannot select"
 
 # TFLite builtin op (the model's) -> MicroMutableOpResolver method
 RESOLVER = {
@@ -118,24 +117,35 @@ def _tflm_flags(t: Trees, logging: bool, kernels: Kernels | None = None) -> tupl
                       HERE / "include", t.esp_nn / "include", system=True))
 
 
-def kernels_chip(kernels: Kernels | None) -> str | None:
-    return kernels.idf_target if kernels is not None else None
-
-
-def tflm_units(t: Trees, logging: bool, kernels_set: Kernels | None = None) -> dict[str, list[Unit]]:
+def tflm_units(t: Trees, logging: bool, kernels: Kernels | None = None) -> dict[str, list[Unit]]:
     """The TFLM sources by part: the runtime and the kernels (ESP-NN's where it has them)."""
     lite = t.tflm / "tensorflow/lite"
     micro = lite / "micro"
-    flags = _tflm_flags(t, logging, kernels_set)
+    flags = _tflm_flags(t, logging, kernels)
     kernels = sorted(p for p in (micro / "kernels").glob("*.cc") if p.name not in ESP_NN_REPLACED)
     kernels += sorted((micro / "kernels/esp_nn").glob("*.cc"))
-    xtensa_clang = kernels_chip(kernels_set) == "esp32s3"
-    o0 = {t.tflm / "tensorflow" / f for f in CLANG_XTENSA_O0} if xtensa_clang else set()
     runtime = [*(micro / f for f in MICRO_CORE), *(lite / f for f in LITE_CORE),
                *((t.tflm / "tensorflow/compiler/mlir") / f for f in MLIR_CORE),
                *sorted((micro / "tflite_bridge").glob("*.cc"))]
-    return {RUNTIME: [Unit(p, (*flags, *(("-O0",) if p in o0 else ()))) for p in runtime],
-            KERNELS: [Unit(p, (*flags, *(("-O0",) if p in o0 else ()))) for p in kernels]}
+    return {RUNTIME: [Unit(p, flags) for p in runtime], KERNELS: [Unit(p, flags) for p in kernels]}
+
+
+def _compile_s3(target: Any, units: list[Unit], o0: list[Path]) -> list[Path]:
+    """compile_units, with each file clang-22's Xtensa backend cannot compile optimised
+    compiled again at -O0 (appended to ``o0``)."""
+    from emulated.build import CompileError
+
+    units = list(units)
+    for _ in range(len(units)):
+        try:
+            return build.compile_units(target, units)
+        except CompileError as exc:
+            bad = next((i for i, u in enumerate(units) if str(u.source) in exc.what), None)
+            if CLANG_XTENSA_CANNOT not in exc.output or bad is None:
+                raise
+            o0.append(units[bad].source)
+            units[bad] = Unit(units[bad].source, (*units[bad].flags, "-O0"), units[bad].label)
+    return build.compile_units(target, units)
 
 
 @dataclass(frozen=True)
@@ -143,6 +153,7 @@ class TflmFirmware:
     elf: Path
     stack: Any  # the emulated.mcu_stack.StackTarget it was built for
     parts: dict[str, tuple[Path, ...]]
+    o0: tuple[Path, ...] = ()  # TFLM sources compiled at -O0 (CLANG_XTENSA_CANNOT)
 
     @property
     def map_file(self) -> Path:
@@ -181,13 +192,16 @@ def firmware(t: Trees, work: Path, ops: list[str], logging: bool, stack: Any = N
                                                               ROOT / "espnn_component/include"))),
         *mcu_stack.board_units(stack), Unit(data, inputs=tuple(p for _, p in files))])
     tag = f"{kernels.name}_{'log' if logging else 'nolog'}"
-    libs = {part: build.archive(target, build.compile_units(target, units),
+    o0: list[Path] = []
+    compile_units = ((lambda tg, us: _compile_s3(tg, us, o0)) if kernels.idf_target == "esp32s3"
+                     else build.compile_units)
+    libs = {part: build.archive(target, compile_units(target, units),
                                 f"tflm_{re.sub(r'[^a-z]+', '_', part.lower())[:24]}_{tag}")
             for part, units in {**tflm_units(t, logging, kernels), ESP_NN: kernels.units()}.items()}
     elf = build.link(target, [*objs, *libs.values()], f"tflm_{work.name}_{tag}")
     return TflmFirmware(elf, stack, {**{p: (lib,) for p, lib in libs.items()},
                                      DATA: (objs[-1],), APP: tuple(objs[:2]),
-                                     BOARD: tuple(objs[2:-1])})
+                                     BOARD: tuple(objs[2:-1])}, tuple(o0))
 
 
 def run(fw: TflmFirmware, timeout: float = 600.0) -> dict[str, int | str]:

@@ -152,7 +152,8 @@ def tflm_side(trees: Any, work: Path, twin: dict[str, Any], logging: bool, stack
     sizes = part_sizes(fw.map_file, fw.parts)
     flash, ram = _elf_flash_ram(fw.elf, stack.name)
     return Side(str(r["verdict"]), int(r["instructions"]), {k: v.flash for k, v in sizes.items()},
-                flash, ram, int(r["arena_used"]), {"ops": twin["ops"]})
+                flash, ram, int(r["arena_used"]),
+                {"ops": twin["ops"], "tflm_at_O0": [str(f.relative_to(trees.tflm)) for f in fw.o0]})
 
 
 def our_side(key: str, logging: bool, stack: Any, kernels: Any) -> Side:
@@ -302,6 +303,9 @@ def main(argv: list[str] | None = None) -> int:
                   flush=True)
         text += f"### {target} (ESP-NN: {kernels.name}, {'logging on' if not args.no_logging else 'logging off'})\n\n"
         text += (table(rows) if rows else "")
+        o0 = sorted({f for _, t in rows.values() for f in t.notes.get("tflm_at_O0", [])})
+        if o0:
+            text += f"\nTFLM files compiled at -O0 (clang-22's Xtensa backend fails on them optimised): {', '.join(o0)}\n"
         text += "".join(f"\n{key}: {why}\n" for key, why in unfit.items()) + "\n"
         results[target] = {**{k: [o.__dict__, t.__dict__] for k, (o, t) in rows.items()},
                            **{k: v for k, v in unfit.items()}}
