@@ -190,7 +190,9 @@ def firmware(t: Trees, work: Path, ops: list[str], logging: bool, stack: Any = N
         Unit(HERE / "tflm_main.cc", app_flags),
         Unit(HERE / "tflm_board.c", ("-std=gnu11", *includes(HERE / "include",
                                                               ROOT / "espnn_component/include"))),
+        *([Unit(HERE / "tflm_s3_math.c", ("-std=gnu11",))] if kernels.idf_target == "esp32s3" else []),
         *mcu_stack.board_units(stack), Unit(data, inputs=tuple(p for _, p in files))])
+    n_app = 3 if kernels.idf_target == "esp32s3" else 2  # main, board glue (and the S3's math)
     tag = f"{kernels.name}_{'log' if logging else 'nolog'}"
     o0: list[Path] = []
     compile_units = ((lambda tg, us: _compile_s3(tg, us, o0)) if kernels.idf_target == "esp32s3"
@@ -200,8 +202,8 @@ def firmware(t: Trees, work: Path, ops: list[str], logging: bool, stack: Any = N
             for part, units in {**tflm_units(t, logging, kernels), ESP_NN: kernels.units()}.items()}
     elf = build.link(target, [*objs, *libs.values()], f"tflm_{work.name}_{tag}")
     return TflmFirmware(elf, stack, {**{p: (lib,) for p, lib in libs.items()},
-                                     DATA: (objs[-1],), APP: tuple(objs[:2]),
-                                     BOARD: tuple(objs[2:-1])}, tuple(o0))
+                                     DATA: (objs[-1],), APP: tuple(objs[:n_app]),
+                                     BOARD: tuple(objs[n_app:-1])}, tuple(o0))
 
 
 def run(fw: TflmFirmware, timeout: float = 600.0) -> dict[str, int | str]:
