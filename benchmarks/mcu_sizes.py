@@ -43,7 +43,7 @@ PADDING = "alignment padding"
 _TEXT_INPUTS = (".text", ".init", ".fini", ".glue", ".vfp11", ".v4_bx", ".iplt")
 _RAM_OUTPUTS = {".data": "data", ".tdata": "data", ".bss": "bss", ".tbss": "bss"}
 _IRAM_OUTPUTS = (".iram.text",)  # the ESP32-C3's code in RAM (emulated/esp32c3/link.ld)
-_SKIP_OUTPUTS = (".debug", ".comment", ".ARM.attributes", ".stab", ".note", ".tbss_space",
+_SKIP_OUTPUTS = (".debug", ".comment", ".ARM.attributes", ".stab", ".note", ".tbss_space", ".dram_skip",
                  ".stack", ".gnu.build.attributes", ".dram.skip", ".riscv.attributes")
 _HEADER = re.compile(r"^(\.\S+|COMMON)(?:\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)(?:\s+.*)?)?$")
 _INPUT = re.compile(r"^ (\.\S+|COMMON)(?:\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+(\S.*))?$")

@@ -1,34 +1,39 @@
-"""The TFLite Micro firmware of benchmarks/vs_tflm.py, for the emulated Cortex-M7.
+"""The TFLite Micro firmware of benchmarks/vs_tflm.py, for the emulated Cortex-M7, ESP32-C3 and
+ESP32-S3 (the boards and compilers of emulated/mcu_stack.py's stacks).
 
 TFLite Micro comes from the esp-tflite-micro tree named by ``$ESPNN_ESP_TFLITE_MICRO_DIR``
 (TFLM with Espressif's ESP-NN kernels for conv, depthwise conv, fully connected, add, mul,
 pooling and softmax, and its third_party headers), ESP-NN's ANSI C kernels from
 ``$ESPNN_ESP_NN_DIR``; both are compiled the way emulated/et_runtime.py compiles the ExecuTorch
 tree it is given: the sources the tree's own component list names, with the target's flags,
-into static libraries (nothing of the trees is copied).  The application is
-benchmarks/tflm/tflm_main.cc with the model, its input and the expected output embedded.
+into static libraries (nothing of the trees is copied).  The ESP-NN kernels are the ones our
+firmware of the same stack links (``component.Kernels``: ANSI C on the Cortex-M7, ESP-NN as its
+own build selects them for the chip on the ESP32s, its S3 SIMD assembly included), and TFLM's
+ESP-NN kernels are compiled with the same sdkconfig macros, so ``esp_nn.h`` dispatches both
+frameworks to the same functions.  The application is benchmarks/tflm/tflm_main.cc with the
+model, its input and the expected output embedded; its arena is the largest block the board's
+heap gives (the table shows what TFLM used of it).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from emulated import build, targets
 from emulated.build import Unit
-from emulated.component import CXX_THIRD_PARTY, includes
-from executorch_espnn import component_sources, rendering
+from emulated.component import CXX_THIRD_PARTY, Kernels, includes
+from executorch_espnn import rendering
 
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent / "tflm"
 TFLM_ENV = "ESPNN_ESP_TFLITE_MICRO_DIR"
 ESP_NN_ENV = "ESPNN_ESP_NN_DIR"
-# QEMU counts time by instructions: one per virtual nanosecond, so the 25 MHz SysTick ticks
-# once every 40 instructions (both firmwares are read the same way)
-INSN_PER_TICK = 40
-ICOUNT = ("-icount", "shift=0,sleep=off")
+# the largest arena tflm_main.cc asks the heap for (it halves nothing: 1 KiB steps down)
+ARENA_MAX = 1 << 20
 
 # the op classes of the component list that esp-tflite-micro's ESP-NN kernels replace
 ESP_NN_REPLACED = ("add.cc", "conv.cc", "depthwise_conv.cc", "fully_connected.cc", "mul.cc",
@@ -51,6 +56,13 @@ LITE_CORE = ("kernels/kernel_util.cc", "core/c/common.cc", "core/api/flatbuffer_
              "kernels/internal/tensor_utils.cc", "kernels/internal/tensor_ctypes.cc",
              "kernels/internal/reference/portable_tensor_utils.cc")
 MLIR_CORE = ("lite/core/api/error_reporter.cc", "lite/schema/schema_utils.cc")
+# clang-22's Xtensa backend stops with "Cannot select ... TargetConstantPool" on some TFLM files at
+# any optimisation level but -O0 (a select between float constants turned into a table load:
+# ApplySignbitToVector, reduce's EvalMinMaxHelper, svdf's float reference); the ESP32-S3 build
+# compiles a file it fails on again with -O0 (_compile_s3) and names them (TflmFirmware.o0).  Of
+# the models' ops that leaves MEAN (reduce_common.cc) unoptimised: TFLM's S3 instructions are an
+# upper bound by that op (docs/benchmarks.md).
+CLANG_XTENSA_CANNOT = "Cannot select"
 
 # TFLite builtin op (the model's) -> MicroMutableOpResolver method
 RESOLVER = {
@@ -67,6 +79,7 @@ KERNELS = "TFLM kernels (registered ops)"
 ESP_NN = "esp-nn kernels"
 DATA = "model data (.tflite)"
 APP = "application + test vector"
+BOARD = "board support"
 
 
 class TflmTreeError(RuntimeError):
@@ -94,25 +107,21 @@ def find_trees() -> Trees | str:
     return t
 
 
-def icount_target() -> targets.Target:
-    """The Cortex-M7 target whose QEMU counts time by instructions."""
-    m7 = targets.CORTEX_M7
-    return replace(m7, qemu=(m7.qemu[0], *ICOUNT, *m7.qemu[1:]))
-
-
-def _tflm_flags(t: Trees, logging: bool) -> tuple[str, ...]:
+def _tflm_flags(t: Trees, logging: bool, kernels: Kernels | None = None) -> tuple[str, ...]:
+    """TFLM's flags; ``kernels``' sdkconfig macros (the chip's ESP-NN dispatch) when given."""
     third = t.tflm / "third_party"
-    return (*CXX_THIRD_PARTY, "-DESP_NN=1", "-DTF_LITE_STATIC_MEMORY",
+    chip = tuple(d for d in kernels.defines() if not d.startswith("-DESPNN_")) if kernels else ()
+    return (*CXX_THIRD_PARTY, "-DESP_NN=1", "-DTF_LITE_STATIC_MEMORY", *chip,
             *(() if logging else ("-DTF_LITE_STRIP_ERROR_STRINGS",)),
             *includes(t.tflm, third / "gemmlowp", third / "flatbuffers/include", third / "ruy",
                       HERE / "include", t.esp_nn / "include", system=True))
 
 
-def tflm_units(t: Trees, logging: bool) -> dict[str, list[Unit]]:
+def tflm_units(t: Trees, logging: bool, kernels: Kernels | None = None) -> dict[str, list[Unit]]:
     """The TFLM sources by part: the runtime and the kernels (ESP-NN's where it has them)."""
     lite = t.tflm / "tensorflow/lite"
     micro = lite / "micro"
-    flags = _tflm_flags(t, logging)
+    flags = _tflm_flags(t, logging, kernels)
     kernels = sorted(p for p in (micro / "kernels").glob("*.cc") if p.name not in ESP_NN_REPLACED)
     kernels += sorted((micro / "kernels/esp_nn").glob("*.cc"))
     runtime = [*(micro / f for f in MICRO_CORE), *(lite / f for f in LITE_CORE),
@@ -121,17 +130,30 @@ def tflm_units(t: Trees, logging: bool) -> dict[str, list[Unit]]:
     return {RUNTIME: [Unit(p, flags) for p in runtime], KERNELS: [Unit(p, flags) for p in kernels]}
 
 
-def esp_nn_units(t: Trees) -> list[Unit]:
-    """ESP-NN's ANSI C kernels, the list the engine's builds use (engine/sources.cmake)."""
-    lists = component_sources.load(ROOT / "espnn_component")
-    flags = ("-std=gnu11", "-w", *includes(t.esp_nn / "include", t.esp_nn / "src/common"))
-    return [Unit(t.esp_nn / rel, flags) for rel in lists.esp_nn_ansi_kernels]
+def _compile_s3(target: Any, units: list[Unit], o0: list[Path]) -> list[Path]:
+    """compile_units, with each file clang-22's Xtensa backend cannot compile optimised
+    compiled again at -O0 (appended to ``o0``)."""
+    from emulated.build import CompileError
+
+    units = list(units)
+    for _ in range(len(units)):
+        try:
+            return build.compile_units(target, units)
+        except CompileError as exc:
+            bad = next((i for i, u in enumerate(units) if str(u.source) in exc.what), None)
+            if CLANG_XTENSA_CANNOT not in exc.output or bad is None:
+                raise
+            o0.append(units[bad].source)
+            units[bad] = Unit(units[bad].source, (*units[bad].flags, "-O0"), units[bad].label)
+    return build.compile_units(target, units)
 
 
 @dataclass(frozen=True)
 class TflmFirmware:
     elf: Path
+    stack: Any  # the emulated.mcu_stack.StackTarget it was built for
     parts: dict[str, tuple[Path, ...]]
+    o0: tuple[Path, ...] = ()  # TFLM sources compiled at -O0 (CLANG_XTENSA_CANNOT)
 
     @property
     def map_file(self) -> Path:
@@ -144,43 +166,55 @@ def _render(template: str, out: Path, **ctx: object) -> Path:
     return out
 
 
-def firmware(t: Trees, work: Path, ops: list[str], arena: int, logging: bool) -> TflmFirmware:
-    """The TFLM firmware of the model in ``work`` (model.tflite, input.bin, expected.bin)."""
+def firmware(t: Trees, work: Path, ops: list[str], logging: bool, stack: Any = None,
+             kernels: Kernels | None = None) -> TflmFirmware:
+    """The TFLM firmware of the model in ``work`` (model.tflite, input.bin, expected.bin) for
+    ``stack`` (an emulated.mcu_stack.StackTarget; default the Cortex-M7 under -icount) with
+    ``kernels`` (default ESP-NN's ANSI C kernels of ``t.esp_nn``)."""
+    from emulated import mcu_stack
+
     unknown = sorted(set(ops) - set(RESOLVER))
     if unknown:
         raise TflmTreeError(f"no MicroMutableOpResolver method known for {unknown}: add them to "
                             "benchmarks/tflm_firmware.py RESOLVER")
-    target = targets.CORTEX_M7
+    stack = stack or mcu_stack.icount_stack()
+    kernels = kernels or Kernels(t.esp_nn)
+    target = stack.target
     ops_h = _render("tflm_ops.h.j2", work / "tflm_ops.h", model=work.name, ops=ops,
-                    methods=[RESOLVER[o] for o in ops], arena=arena)
+                    methods=[RESOLVER[o] for o in ops], arena=ARENA_MAX)
     files = [("model", work / "model.tflite"), ("input", work / "input.bin"),
              ("expected", work / "expected.bin")]
     data = _render("data.S.j2", work / "tflm_data.S", files=[(n, str(p)) for n, p in files])
-    app_flags = (*_tflm_flags(t, logging), *includes(ops_h.parent))
+    app_flags = (*_tflm_flags(t, logging, kernels), *includes(ops_h.parent))
     objs = build.compile_units(target, [
         Unit(HERE / "tflm_main.cc", app_flags),
-        Unit(HERE / "tflm_board.c", ("-std=gnu11", *includes(HERE / "include"))),
-        Unit(ROOT / "emulated/cortex_m/board.c", includes(ROOT / "espnn_component/include")),
-        Unit(data, inputs=tuple(p for _, p in files))])
-    tag = "log" if logging else "nolog"
-    libs = {part: build.archive(target, build.compile_units(target, units),
+        Unit(HERE / "tflm_board.c", ("-std=gnu11", *includes(HERE / "include",
+                                                              ROOT / "espnn_component/include"))),
+        *([Unit(HERE / "tflm_s3_math.c", ("-std=gnu11",))] if kernels.idf_target == "esp32s3" else []),
+        *mcu_stack.board_units(stack), Unit(data, inputs=tuple(p for _, p in files))])
+    n_app = 3 if kernels.idf_target == "esp32s3" else 2  # main, board glue (and the S3's math)
+    tag = f"{kernels.name}_{'log' if logging else 'nolog'}"
+    o0: list[Path] = []
+    compile_units = ((lambda tg, us: _compile_s3(tg, us, o0)) if kernels.idf_target == "esp32s3"
+                     else build.compile_units)
+    libs = {part: build.archive(target, compile_units(target, units),
                                 f"tflm_{re.sub(r'[^a-z]+', '_', part.lower())[:24]}_{tag}")
-            for part, units in {**tflm_units(t, logging), ESP_NN: esp_nn_units(t)}.items()}
+            for part, units in {**tflm_units(t, logging, kernels), ESP_NN: kernels.units()}.items()}
     elf = build.link(target, [*objs, *libs.values()], f"tflm_{work.name}_{tag}")
-    return TflmFirmware(elf, {**{p: (lib,) for p, lib in libs.items()},
-                              DATA: (objs[3],), APP: tuple(objs[:3])})
+    return TflmFirmware(elf, stack, {**{p: (lib,) for p, lib in libs.items()},
+                                     DATA: (objs[-1],), APP: tuple(objs[:n_app]),
+                                     BOARD: tuple(objs[n_app:-1])}, tuple(o0))
 
 
 def run(fw: TflmFirmware, timeout: float = 600.0) -> dict[str, int | str]:
-    """Run the firmware under QEMU -icount; its verdict, instructions and arena."""
-    r = targets.run(icount_target(), fw.elf, timeout)
+    """Run the firmware on its emulator (instructions counted: QEMU -icount); its verdict,
+    instructions per Invoke() and the arena it used."""
+    r = targets.run(fw.stack.target, fw.elf, timeout)
     out: dict[str, int | str] = {"output": r.output}
     for line in r.output.splitlines():
-        m = re.match(r"TFLM (TICKS|ARENA_USED) (\d+)$", line.strip())
+        m = re.match(r"TFLM (INSN|ARENA_USED|ARENA) (\d+)$", line.strip())
         if m:
-            out[m.group(1).lower()] = int(m.group(2))
+            out[{"INSN": "instructions"}.get(m.group(1), m.group(1).lower())] = int(m.group(2))
         if line.startswith("TFLM VERDICT "):
             out["verdict"] = line.strip()
-    if "ticks" in out:
-        out["instructions"] = int(out["ticks"]) * INSN_PER_TICK
     return out

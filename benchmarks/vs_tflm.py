@@ -1,30 +1,39 @@
-"""Our firmware against TensorFlow Lite Micro with ESP-NN, the same architecture on the emulated
-Cortex-M7: instructions per inference, flash by part and RAM, and the ratios.
+"""Our firmware against TensorFlow Lite Micro with ESP-NN, the same architecture on the same
+emulated MCU: instructions per inference, flash by part and RAM, and the ratios.
 
-For each architecture (the zoo's DS-CNN KWS 49x10 and MobileNetV2-0.35 at 96x96) it builds
+For each architecture (the zoo's DS-CNN KWS 49x10 and MobileNetV2-0.35 at 96x96) and target (``--target``: the Cortex-M7, the
+ESP32-C3, the ESP32-S3) it builds
 
-1. our firmware: emulated/mcu_stack.py's (ExecuTorch's runtime from its sources, the component,
-   the engine linking only the model's op families, ESP-NN's ANSI C kernels), the model lowered
-   from the zoo; and
-2. a TFLM firmware (benchmarks/tflm_firmware.py): TFLite Micro from esp-tflite-micro with its
-   ESP-NN kernels (ANSI C: the same ESP-NN sources) and reference kernels elsewhere, running
-   the TFLite twin of benchmarks/tflm_compare.py (Keras layers of the same plan, converted
-   with int8 I/O), with only the model's ops registered;
+1. our firmware: emulated/mcu_stack.py's stack for that target (ExecuTorch's runtime from its
+   sources, the component, the engine linking only the model's op families, ESP-NN: its ANSI C
+   kernels on the Cortex-M7, ESP-NN as its own build selects sources for the chip on the ESP32s,
+   the S3's SIMD assembly included), the model lowered from the zoo for that chip; and
+2. a TFLM firmware (benchmarks/tflm_firmware.py) with the same compiler, flags, board and
+   ESP-NN kernels: TFLite Micro from esp-tflite-micro with its ESP-NN kernels and reference
+   kernels elsewhere, running the TFLite twin of benchmarks/tflm_compare.py (Keras layers of
+   the same plan, converted with int8 I/O), with only the model's ops registered;
 
-runs both under ``qemu-system-arm -M mps2-an500 -icount shift=0,sleep=off``, checks that each
+runs both (the Cortex-M7 under ``qemu-system-arm -M mps2-an500 -icount shift=0,sleep=off``, the
+ESP32s on Espressif's QEMU with the same -icount, emulated/esp_qemu.py), checks that each
 produces its model's outputs (ours: the Python reference's, bit for bit; TFLM's: what
 tflite-micro's Python interpreter gives on this computer for the same input), and prints a
-markdown table.  Both are built as firmware is (-Os, gc-sections) with logging as each
+markdown table per target.  Instructions are what each board's counter gives, the same counter
+for both sides: the SysTick (40 instructions a tick) on the Cortex-M7, ``minstret`` (exact) on
+the C3, CCOUNT (25 instructions a tick) on the S3.  A model that does not fit a chip's memory
+(the S3 firmware runs from its ~400 KiB of SRAM: code, model and data) is reported as such.  Both are built as firmware is (-Os, gc-sections) with logging as each
 framework has it by default; ``--no-logging`` builds ours with ET_LOG_ENABLED=0 (what
 CONFIG_ESPNN_ET_LOG_LEVEL_NONE gives) and TFLM with TF_LITE_STRIP_ERROR_STRINGS.
 
     EXECUTORCH_SOURCE_DIR=<tree> FLATBUFFERS_SOURCE_DIR=<tree> ESPNN_ESP_NN_DIR=<esp-nn> \\
-    ESPNN_ESP_TFLITE_MICRO_DIR=<esp-tflite-micro> python benchmarks/vs_tflm.py [--model KEY ...]
+    ESPNN_ESP_TFLITE_MICRO_DIR=<esp-tflite-micro> python benchmarks/vs_tflm.py \\
+        [--model KEY ...] [--target cortex-m7|esp32c3|esp32s3 ...]
+
+The ESP32 targets also need ``$ESPNN_QEMU_ESP_DIR`` (and the S3 ``$ESPNN_XTENSA_S3_GNU_CONFIG``,
+emulated/esp32s3.py).
 
 The TFLite side needs TensorFlow and tflite-micro, in a venv of their own (``--tflm-python``,
 default as benchmarks/tflm_compare.py).  Without a tree or that venv it says what is missing
-and exits 0.  Instructions: QEMU -icount runs one instruction per virtual nanosecond and the
-SysTick counts 25 MHz, so each tick is 40 instructions (resolution ±40).
+and exits 0.
 """
 
 from __future__ import annotations
@@ -34,7 +43,7 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +52,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 MODELS = ("ds_cnn_kws", "mobilenet_v2_0.35_96")
-TFLM_ARENA = 512 * 1024  # given to TFLM; the table shows what it used
+TARGETS = ("cortex-m7", "esp32c3", "esp32s3")
+# GNU size of each target's binutils (the S3's ELF is linked by the lx106 binutils)
+SIZE_TOOLS = {"cortex-m7": "arm-none-eabi-size", "esp32c3": "riscv64-unknown-elf-size",
+              "esp32s3": "xtensa-lx106-elf-size"}
 
 
 # --- the TFLite side's data (runs in the TF venv) -----------------------------------------------
@@ -99,45 +111,85 @@ class Side:
     notes: dict[str, Any] = field(default_factory=dict)
 
 
-def _elf_flash_ram(elf: Path) -> tuple[int, int]:
+class DoesNotFit(RuntimeError):
+    """A firmware's code, model and data do not fit the chip's memory (the linker's or the
+    board's own words in the message)."""
+
+
+def _elf_flash_ram(elf: Path, target: str) -> tuple[int, int]:
     from benchmarks.mcu_sizes import elf_totals
 
-    t = elf_totals(elf)
+    t = elf_totals(elf, SIZE_TOOLS[target])
     # .data's initial values are stored in flash too
     return t["flash_code_and_rodata"] + t["data"], t["data"] + t["bss"]
 
 
-def tflm_side(trees: Any, work: Path, twin: dict[str, Any], logging: bool) -> Side:
+def _fits(what: str, exc: Exception) -> None:
+    """Re-raise a link that overflows the chip's memory as DoesNotFit."""
+    text = str(exc)
+    if "overflowed by" in text or "will not fit in region" in text:
+        line = next((ln for ln in text.splitlines() if "overflowed by" in ln), "")
+        raise DoesNotFit(f"{what} does not fit: {line.split(': ', 1)[-1].strip()}") from exc
+
+
+def tflm_side(trees: Any, work: Path, twin: dict[str, Any], logging: bool, stack: Any,
+              kernels: Any) -> Side:
     from benchmarks import tflm_firmware as tf
     from benchmarks.mcu_sizes import part_sizes
+    from emulated.build import CompileError
 
-    fw = tf.firmware(trees, work, list(twin["ops"]), TFLM_ARENA, logging)
+    try:
+        fw = tf.firmware(trees, work, list(twin["ops"]), logging, stack, kernels)
+    except CompileError as exc:
+        _fits(f"the TFLM firmware of {work.name}", exc)
+        raise
     r = tf.run(fw)
     if not str(r.get("verdict", "")).startswith("TFLM VERDICT PASS"):
+        if "no heap for an arena" in str(r["output"]) or "Failed to resize buffer" in str(r["output"]):
+            raise DoesNotFit(f"the TFLM firmware of {work.name} does not fit: its arena "
+                             f"({r.get('arena', 0)} B of heap) is too small")
         raise RuntimeError(f"the TFLM firmware of {work.name} did not pass:\n{str(r['output'])[-3000:]}")
     sizes = part_sizes(fw.map_file, fw.parts)
-    flash, ram = _elf_flash_ram(fw.elf)
+    flash, ram = _elf_flash_ram(fw.elf, stack.name)
     return Side(str(r["verdict"]), int(r["instructions"]), {k: v.flash for k, v in sizes.items()},
-                flash, ram - TFLM_ARENA, int(r["arena_used"]), {"ops": twin["ops"]})
+                flash, ram, int(r["arena_used"]),
+                {"ops": twin["ops"], "tflm_at_O0": [str(f.relative_to(trees.tflm)) for f in fw.o0]})
 
 
-def our_side(key: str, esp_nn: Path, logging: bool) -> Side:
+def our_side(key: str, logging: bool, stack: Any, kernels: Any) -> Side:
     from benchmarks.mcu_sizes import part_sizes
-    from emulated import component, et_runtime, mcu_stack
+    from emulated import et_runtime, mcu_stack
+    from emulated.build import CompileError
 
-    stack = mcu_stack.icount_stack()
     tree = et_runtime.prepare()
-    p = mcu_stack.prepare_model(mcu_stack.zoo_model(key, n_cases=1), tree, stack=stack)
-    kernels = component.Kernels(esp_nn, stack.idf_target, stack.esp_nn_without)
-    run = mcu_stack.run_app(p, kernels, tree, logging=logging)
+    # int8 program I/O (io="int8") as the TFLite twin has it, so neither side converts floats at
+    # its boundary; no self-test cases (opt-in, selftest=N; TFLM has none), so neither their
+    # vectors nor EspnnModel::self_test() are in the firmware
+    model = replace(mcu_stack.int8_io_model(key, n_cases=1, target=stack.lower_for), selftest=None)
+    try:
+        p = mcu_stack.prepare_model(model, tree, timeout=900, stack=stack)
+        run = mcu_stack.run_app(p, kernels, tree, logging=logging, timeout=900)
+    except CompileError as exc:
+        _fits(f"our firmware of {key}", exc)
+        raise
     if not run.passed:
         raise RuntimeError(f"our firmware of {key} did not pass:\n{run.output[-3000:]}")
     sizes = part_sizes(run.firmware.map_file, run.firmware.parts)
-    flash, ram = _elf_flash_ram(run.firmware.elf)
+    flash, ram = _elf_flash_ram(run.firmware.elf, stack.name)
     insn = run.instructions()
     pools = run.memory().get("policy_bytes", 0)
     return Side(run.verdict or "", int(sorted(insn)[len(insn) // 2]) if insn else 0,
                 {k: v.flash for k, v in sizes.items()}, flash, ram, pools)
+
+
+def stack_for(target: str) -> tuple[Any, Any]:
+    """The mcu_stack stack and the ESP-NN kernels both firmwares of ``target`` use."""
+    from emulated import component, mcu_stack
+
+    stack = {"cortex-m7": mcu_stack.icount_stack(), "esp32c3": mcu_stack.ESP32C3,
+             "esp32s3": mcu_stack.ESP32S3}[target]
+    esp_nn = Path(os.environ["ESPNN_ESP_NN_DIR"])
+    return stack, component.Kernels(esp_nn, stack.idf_target, stack.esp_nn_without)
 
 
 def _kb(n: int) -> str:
@@ -181,9 +233,25 @@ def table(rows: dict[str, tuple[Side, Side]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def target_missing(target: str) -> str:
+    """Why ``target`` cannot be run here ("" when it can): the ESP32s' emulator and tools."""
+    if target == "cortex-m7":
+        return ""
+    from emulated import esp32s3, esp_qemu
+
+    try:
+        esp_qemu.require(esp_qemu.CHIPS[target])
+    except esp_qemu.QemuEspMissing as exc:
+        return str(exc)
+    gaps = esp32s3.missing() if target == "esp32s3" else []
+    return "; ".join(gaps)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", action="append", choices=MODELS)
+    ap.add_argument("--target", action="append", choices=TARGETS,
+                    help="repeatable; default: the Cortex-M7")
     ap.add_argument("--tflm-python", default=None)
     ap.add_argument("--no-logging", action="store_true",
                     help="ours with ET_LOG_ENABLED=0, TFLM with TF_LITE_STRIP_ERROR_STRINGS")
@@ -211,20 +279,41 @@ def main(argv: list[str] | None = None) -> int:
     from emulated import targets
 
     work_root = targets.cache_dir() / "vs_tflm"
-    rows: dict[str, tuple[Side, Side]] = {}
-    for key in args.model or MODELS:
-        work = work_root / key
-        twin = make_twin(python, key, work)
-        theirs = tflm_side(trees, work, twin, not args.no_logging)
-        ours = our_side(key, trees.esp_nn, not args.no_logging)
-        rows[key] = (ours, theirs)
-        print(f"{key}: ours {ours.verdict}; TFLM {theirs.verdict}", file=sys.stderr, flush=True)
-    text = table(rows)
+    text = ""
+    results: dict[str, dict[str, Any]] = {}
+    for target in args.target or ["cortex-m7"]:
+        gap = target_missing(target)
+        if gap:
+            text += f"### {target}\n\nnot measured: {gap}\n\n"
+            continue
+        stack, kernels = stack_for(target)
+        rows: dict[str, tuple[Side, Side]] = {}
+        unfit: dict[str, str] = {}
+        for key in args.model or MODELS:
+            twin = make_twin(python, key, work_root / key)
+            try:
+                theirs = tflm_side(trees, work_root / key, twin, not args.no_logging, stack, kernels)
+                ours = our_side(key, not args.no_logging, stack, kernels)
+            except DoesNotFit as exc:
+                unfit[key] = str(exc)
+                print(f"{target} {key}: {exc}", file=sys.stderr, flush=True)
+                continue
+            rows[key] = (ours, theirs)
+            print(f"{target} {key}: ours {ours.verdict}; TFLM {theirs.verdict}", file=sys.stderr,
+                  flush=True)
+        text += f"### {target} (ESP-NN: {kernels.name}, {'logging on' if not args.no_logging else 'logging off'})\n\n"
+        text += (table(rows) if rows else "")
+        o0 = sorted({f for _, t in rows.values() for f in t.notes.get("tflm_at_O0", [])})
+        if o0:
+            text += f"\nTFLM files compiled at -O0 (clang-22's Xtensa backend fails on them optimised): {', '.join(o0)}\n"
+        text += "".join(f"\n{key}: {why}\n" for key, why in unfit.items()) + "\n"
+        results[target] = {**{k: [o.__dict__, t.__dict__] for k, (o, t) in rows.items()},
+                           **{k: v for k, v in unfit.items()}}
     print(text)
     if args.markdown:
         args.markdown.write_text(text)
     if args.json:
-        args.json.write_text(json.dumps({k: [o.__dict__, t.__dict__] for k, (o, t) in rows.items()}, indent=2))
+        args.json.write_text(json.dumps(results, indent=2))
     return 0
 
 

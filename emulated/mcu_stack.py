@@ -212,12 +212,13 @@ def zoo_model(name: str, n_cases: int = 3, target: str = "esp32s3") -> StackMode
 
 
 def int8_io_model(name: str, n_cases: int = 3, target: str = "esp32s3") -> StackModel:
-    """A zoo model lowered with int8 program I/O; its cases are the float test inputs quantized
-    with the program input's own scale and zero point (what a sketch writes to input<int8_t>())."""
+    """A zoo model (by an INT8_IO_MODELS name or its own) lowered with int8 program I/O; its
+    cases are the float test inputs quantized with the program input's own scale and zero point
+    (what a sketch writes to input<int8_t>())."""
     import executorch_espnn as ee
     from devkit.zoo import ZOO
 
-    z = ZOO[INT8_IO_MODELS[name]]
+    z = ZOO[INT8_IO_MODELS.get(name, name)]
     batches = [z.example_inputs(), *z.test_inputs(n_cases - 1)]
     low = ee.lower(z.model(), z.example_inputs(), calibration=z.calibration_data(8), target=target,
                    io="int8", selftest=SELFTEST_CASES)

@@ -31,4 +31,4 @@ def test_a_tree_that_is_not_esp_tflite_micro_is_refused_naming_the_fix(
 
 def test_an_op_without_a_resolver_method_is_named(tmp_path: Path) -> None:
     with pytest.raises(tf.TflmTreeError, match=r"\['GATHER'\].*RESOLVER"):
-        tf.firmware(tf.Trees(tmp_path, tmp_path), tmp_path, ["CONV_2D", "GATHER"], 1024, True)
+        tf.firmware(tf.Trees(tmp_path, tmp_path), tmp_path, ["CONV_2D", "GATHER"], True)
