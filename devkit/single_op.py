@@ -5,7 +5,7 @@ The op keeps its parameters, constants and ``scratch_size`` (so a scratch-less C
 ESP-NN's ANSI kernel on an S3, and one with scratch the SIMD kernel); every activation it reads
 becomes a delegate input and its result the delegate output, in the op's own physical dims.
 Only the op's own constants are kept (a MobileNet layer with the whole model's weights would not
-fit the emulated S3's SRAM), each at a 16-byte aligned offset as the planner places them."""
+fit the emulated S3's SRAM), each at a CONST_ALIGN offset as the payload writer places them."""
 
 from __future__ import annotations
 
@@ -15,9 +15,8 @@ import numpy as np
 import numpy.typing as npt
 
 from executorch_espnn.payload import DType, OpRec, Payload, Storage, TensorRec, decode, encode
+from executorch_espnn.payload.format import CONST_ALIGN
 from executorch_espnn.planner import plan_payload
-
-_CONST_ALIGN = 16
 
 
 def single_op_payload(payload: bytes | Payload, op: int) -> bytes:
@@ -33,7 +32,7 @@ def single_op_payload(payload: bytes | Payload, op: int) -> bytes:
             continue
         t = p.tensors[tid]
         if t.storage == Storage.CONST:
-            blob.extend(bytes(-len(blob) % _CONST_ALIGN))
+            blob.extend(bytes(-len(blob) % CONST_ALIGN))
             tensors.append(replace(t, offset=len(blob)))
             blob.extend(p.constants[t.offset:t.offset + t.nbytes])
         else:

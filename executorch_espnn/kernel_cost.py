@@ -84,10 +84,11 @@ SHIPPED = Path(__file__).with_name("kernel_costs.json")
 
 
 def _cost(d: object) -> KernelCost | None:
+    if not isinstance(d, dict):
+        return None
     try:
-        assert isinstance(d, dict)
         return KernelCost(int(d["fast_instructions"]), int(d["ansi_instructions"]), str(d["source"]))
-    except (AssertionError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):
         return None
 
 
