@@ -62,6 +62,7 @@ from .payload.format import (
     MAX_TENSORS,
     TENSOR_FLAG_NHWC,
 )
+from .payload.order import constants_last
 from .planner import plan_payload
 from .unsupported import Unsupported
 from .version import version_tuple
@@ -537,6 +538,7 @@ class PayloadBuilder:
             target=self.target,
             producer=version_tuple(),
         )
+        new_id = constants_last(payload)  # the engine's state keeps only an offset per constant
         if self.ram_first:
             choose_ram_first(payload)  # before planning: the arena is planned without that scratch
         plan_payload(payload)
@@ -545,7 +547,7 @@ class PayloadBuilder:
             seen: Value | None = v
             while seen is not None:  # a value and the tensors it views (conv1d's 4-D result)
                 for perm, tid in seen.real.items():
-                    names.setdefault(tid, (node.name, perm, seen.shape))
+                    names.setdefault(new_id[tid], (node.name, perm, seen.shape))
                 seen = seen.view_of
         try:
             data = encode(payload)

@@ -231,7 +231,7 @@ OP_SPECS: dict[Opcode, OpSpec] = {
             ("start0", "start1", "start2", "start3", "step0", "step1", "step2", "step3"),
             state_bytes=40,
         ),
-        OpSpec(Opcode.CONCAT, ("inputs",), ("axis",), variadic_inputs=True, state_bytes=12),
+        OpSpec(Opcode.CONCAT, ("inputs",), ("axis",), variadic_inputs=True, state_bytes=40),
         OpSpec(
             Opcode.PAD,
             ("input",),
@@ -295,13 +295,15 @@ OP_SPECS: dict[Opcode, OpSpec] = {
     )
 }
 
-# The engine's decoded state (docs/engine.md, "State layout"): a header, one record per tensor,
-# per delegate input/output and per op, then per op its input ids and OpSpec.state_bytes.  It
-# holds no pointers, so these sizes are the same on 32- and 64-bit builds; espnn_internal.h
-# asserts its structs against the ESPNN_STATE_*_BYTES generated from them.
-STATE_HEADER_BYTES = 40
+# The engine's decoded state (docs/engine.md, "State layout"): a header, one record per tensor up
+# to the last non-constant one, a byte offset per constant after it, a record per delegate
+# input/output and per op, then per op its input ids and OpSpec.state_bytes.  Its one address
+# (an io record's bound buffer) has an 8-byte slot, so these sizes are the same on 32- and 64-bit
+# builds; espnn_internal.h asserts its structs against the ESPNN_STATE_*_BYTES generated from them.
+STATE_HEADER_BYTES = 48
 STATE_TENSOR_BYTES = 20
-STATE_IO_BYTES = 16
+STATE_CONST_BYTES = 4
+STATE_IO_BYTES = 24
 STATE_OP_BYTES = 20
 
 # AVG_POOL2D divisor_mode values

@@ -90,9 +90,7 @@ struct espnn_state;
 typedef struct espnn_model {
     const uint8_t *consts;
     uint8_t *arena;
-    struct espnn_state *state;
-    void *inputs[ESPNN_MAX_IO];
-    void *outputs[ESPNN_MAX_IO];
+    struct espnn_state *state; /* also holds the bound io buffers' addresses */
     espnn_info_t info;
     uint32_t ready; /* set by a successful espnn_init() */
 } espnn_model_t;

@@ -278,9 +278,10 @@
 /* the engine's decoded state (docs/engine.md, "State layout"): its record sizes, then the bytes
  * of precomputed parameters per op of each opcode, which its family's state struct in ops/
  * asserts it fills exactly (ESPNN_FAMILY_STATE); payload/state.py reads the same numbers */
-#define ESPNN_STATE_HEADER_BYTES 40u
+#define ESPNN_STATE_HEADER_BYTES 48u
 #define ESPNN_STATE_TENSOR_BYTES 20u
-#define ESPNN_STATE_IO_BYTES 16u
+#define ESPNN_STATE_CONST_BYTES 4u
+#define ESPNN_STATE_IO_BYTES 24u
 #define ESPNN_STATE_OP_BYTES 20u
 #define ESPNN_STATE_BYTES_QUANTIZE 44u
 #define ESPNN_STATE_BYTES_DEQUANTIZE 44u
@@ -297,7 +298,7 @@
 #define ESPNN_STATE_BYTES_RESHAPE 4u
 #define ESPNN_STATE_BYTES_TRANSPOSE 36u
 #define ESPNN_STATE_BYTES_SLICE 40u
-#define ESPNN_STATE_BYTES_CONCAT 12u
+#define ESPNN_STATE_BYTES_CONCAT 40u
 #define ESPNN_STATE_BYTES_PAD 56u
 #define ESPNN_STATE_BYTES_UPSAMPLE_NEAREST 24u
 #define ESPNN_STATE_BYTES_PRELU 28u

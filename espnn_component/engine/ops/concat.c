@@ -8,7 +8,9 @@ const char *espnn_input_field(uint32_t slot);
 typedef struct concat_state {
     uint32_t outer;       /* product of the dims before the axis */
     uint32_t inner_bytes; /* bytes of one index along the axis */
-    uint32_t axis;
+    /* each input's length along the axis: a constant input has no tensor record in the state
+     * (docs/engine.md, "State layout"), so eval cannot read it there */
+    uint16_t axis_dims[ESPNN_MAX_OP_INPUTS];
 } concat_state_t;
 ESPNN_FAMILY_STATE(concat_state_t, ESPNN_STATE_BYTES_CONCAT);
 
@@ -37,11 +39,11 @@ static espnn_status_t prepare(espnn_prep_t *p)
             }
         }
         total += t.dims[axis]; /* 1 for rank 0; at most 16 * 65535 */
+        s->axis_dims[slot] = (uint16_t)t.dims[axis]; /* the format's dims are uint16 */
     }
     if (total != o.dims[axis]) {
         return espnn_prep_fail(p, "axis", total, o.dims[axis]);
     }
-    s->axis = (uint32_t)axis;
     s->outer = 1;
     for (int32_t i = 0; i < axis; i++) {
         s->outer *= o.dims[i];
@@ -59,7 +61,7 @@ static void eval(const espnn_exec_t *x)
     uint8_t *out = (uint8_t *)x->out;
     for (uint32_t i = 0; i < s->outer; i++) {
         for (uint32_t k = 0; k < x->op->n_inputs; k++) {
-            const size_t block = (size_t)x->tensors[x->ids[k]].dims[s->axis] * s->inner_bytes;
+            const size_t block = (size_t)s->axis_dims[k] * s->inner_bytes;
             memcpy(out, (const uint8_t *)x->in[k] + i * block, block);
             out += block;
         }

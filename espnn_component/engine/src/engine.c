@@ -110,6 +110,11 @@ static void bind_op(void *vctx, uint32_t i, const espnn_oprec_t *rec, const espn
     ctx->cursor += ids_bytes + fam->state_bytes;
 }
 
+static void set_bound(espnn_io_rt_t *io, void *ptr)
+{
+    memcpy(io->bound, &ptr, sizeof ptr);
+}
+
 static void build_state(const uint8_t *buf, const espnn_hdr_t *h, const uint8_t *consts,
                         uint8_t *state, uint32_t total)
 {
@@ -117,18 +122,25 @@ static void build_state(const uint8_t *buf, const espnn_hdr_t *h, const uint8_t 
     s->magic = ESPNN_STATE_MAGIC;
     s->total_bytes = total;
     s->n_tensors = h->n_tensors;
+    s->n_records = espnn_state_records(buf, h);
     s->n_ops = h->n_ops;
     s->n_inputs = h->n_inputs;
     s->n_outputs = h->n_outputs;
     s->tensors_at = ESPNN_STATE_HEADER_BYTES;
-    s->io_at = s->tensors_at + ESPNN_STATE_TENSOR_BYTES * h->n_tensors;
+    s->consts_at = s->tensors_at + ESPNN_STATE_TENSOR_BYTES * s->n_records;
+    s->io_at = s->consts_at + ESPNN_STATE_CONST_BYTES * (h->n_tensors - s->n_records);
     s->ops_at = s->io_at + ESPNN_STATE_IO_BYTES * (h->n_inputs + h->n_outputs);
     s->data_at = s->ops_at + ESPNN_STATE_OP_BYTES * h->n_ops;
 
     espnn_tensor_rt_t *tensors = (espnn_tensor_rt_t *)(void *)(state + s->tensors_at);
+    uint32_t *const_offsets = (uint32_t *)(void *)(state + s->consts_at);
     for (uint32_t i = 0; i < h->n_tensors; i++) {
         espnn_tview_t t;
         espnn_tensor_decode(buf, h, i, &t);
+        if (i >= s->n_records) { /* a constant (espnn_state_records): its address is all eval needs */
+            const_offsets[i - s->n_records] = t.offset;
+            continue;
+        }
         tensors[i].offset = t.offset;
         tensors[i].nbytes = t.nbytes;
         for (int k = 0; k < ESPNN_MAX_RANK; k++) {
@@ -144,8 +156,8 @@ static void build_state(const uint8_t *buf, const espnn_hdr_t *h, const uint8_t 
         espnn_tview_t t;
         const uint16_t tid = espnn_rd_u16(buf + h->io_offset + 2 * k);
         espnn_tensor_decode(buf, h, tid, &t);
+        memset(&io[k], 0, sizeof io[k]); /* no buffer bound yet */
         io[k].tensor = tid;
-        io[k].reserved = 0;
         io[k].home = h->homes_offset != 0 ? espnn_rd_u32(buf + h->homes_offset + 4 * k) : ESPNN_NO_HOME;
         io[k].scale = t.scale;
         io[k].zero_point = t.zero_point;
@@ -214,14 +226,10 @@ espnn_status_t espnn_init(espnn_model_t *model, const void *payload, size_t len,
     model->info = info;
     /* an io tensor with a home in the arena (format 2.4) is bound there until the caller
      * binds a buffer of its own */
-    const espnn_io_rt_t *io = (const espnn_io_rt_t *)(const void *)((const uint8_t *)state +
-                                                                    model->state->io_at);
+    espnn_io_rt_t *io = (espnn_io_rt_t *)(void *)((uint8_t *)state + model->state->io_at);
     for (uint32_t k = 0; k < hdr.n_inputs + hdr.n_outputs; k++) {
-        void *home = io[k].home == ESPNN_NO_HOME ? NULL : model->arena + io[k].home;
-        if (k < hdr.n_inputs) {
-            model->inputs[k] = home;
-        } else {
-            model->outputs[k - hdr.n_inputs] = home;
+        if (io[k].home != ESPNN_NO_HOME) {
+            set_bound(&io[k], model->arena + io[k].home);
         }
     }
     model->ready = 1;
@@ -229,6 +237,13 @@ espnn_status_t espnn_init(espnn_model_t *model, const void *payload, size_t len,
 }
 
 /* ---- io ------------------------------------------------------------------------------- */
+
+static void *bound(const espnn_io_rt_t *io)
+{
+    void *ptr;
+    memcpy(&ptr, io->bound, sizeof ptr);
+    return ptr;
+}
 
 static const uint8_t *state_base(const espnn_model_t *m)
 {
@@ -240,10 +255,14 @@ static const espnn_tensor_rt_t *state_tensors(const espnn_model_t *m)
     return (const espnn_tensor_rt_t *)(const void *)(state_base(m) + m->state->tensors_at);
 }
 
-static const espnn_io_rt_t *state_io(const espnn_model_t *m, int is_output, uint32_t index)
+static espnn_io_rt_t *state_io_table(const espnn_model_t *m)
 {
-    const espnn_io_rt_t *io = (const espnn_io_rt_t *)(const void *)(state_base(m) + m->state->io_at);
-    return &io[(is_output ? m->state->n_inputs : 0u) + index];
+    return (espnn_io_rt_t *)(void *)((uint8_t *)m->state + m->state->io_at);
+}
+
+static espnn_io_rt_t *state_io(const espnn_model_t *m, int is_output, uint32_t index)
+{
+    return &state_io_table(m)[(is_output ? m->state->n_inputs : 0u) + index];
 }
 
 static bool io_index_ok(const espnn_model_t *m, int is_output, uint32_t index)
@@ -290,7 +309,7 @@ espnn_status_t espnn_set_io(espnn_model_t *model, int is_output, uint32_t index,
     if (!io_index_ok(model, is_output, index)) {
         return ESPNN_ERR_ARGUMENT;
     }
-    const espnn_io_rt_t *io = state_io(model, is_output, index);
+    espnn_io_rt_t *io = state_io(model, is_output, index);
     const espnn_tensor_rt_t *t = &state_tensors(model)[io->tensor];
     if (data == NULL) {
         /* NULL binds the tensor's home in the arena, where it has one */
@@ -305,27 +324,30 @@ espnn_status_t espnn_set_io(espnn_model_t *model, int is_output, uint32_t index,
     if ((uintptr_t)data % espnn_dtype_size(t->dtype) != 0) {
         return ESPNN_ERR_ALIGNMENT; /* float32 buffers are accessed as floats */
     }
-    if (is_output) {
-        model->outputs[index] = data;
-    } else {
-        model->inputs[index] = data;
-    }
+    set_bound(io, data);
     return ESPNN_OK;
 }
 
 /* ---- invoke --------------------------------------------------------------------------- */
 
-static void *tensor_ptr(const espnn_model_t *m, const espnn_tensor_rt_t *t)
+static void *tensor_ptr(const espnn_model_t *m, const espnn_tensor_rt_t *tensors,
+                        const espnn_io_rt_t *io, uint32_t id)
 {
+    const struct espnn_state *s = m->state;
+    if (id >= s->n_records) { /* a constant past the last record: its offset alone */
+        const uint32_t *const_offsets = (const uint32_t *)(const void *)((const uint8_t *)s + s->consts_at);
+        return (void *)(uintptr_t)(m->consts + const_offsets[id - s->n_records]);
+    }
+    const espnn_tensor_rt_t *t = &tensors[id];
     switch (t->storage) {
     case ESPNN_STORAGE_ARENA:
         return m->arena + t->offset;
     case ESPNN_STORAGE_CONST:
         return (void *)(uintptr_t)(m->consts + t->offset);
     case ESPNN_STORAGE_INPUT:
-        return m->inputs[t->offset];
+        return bound(&io[t->offset]);
     default:
-        return m->outputs[t->offset];
+        return bound(&io[s->n_inputs + t->offset]);
     }
 }
 
@@ -345,14 +367,12 @@ static espnn_status_t run_ops(espnn_model_t *model, espnn_error_t *err)
         return arg_fail(err, ESPNN_ERR_STATE, "model", 0, 0);
     }
     const struct espnn_state *s = model->state;
-    for (uint32_t k = 0; k < s->n_inputs; k++) {
-        if (model->inputs[k] == NULL) {
-            return arg_fail(err, ESPNN_ERR_IO, "inputs", k, s->n_inputs);
-        }
-    }
-    for (uint32_t k = 0; k < s->n_outputs; k++) {
-        if (model->outputs[k] == NULL) {
-            return arg_fail(err, ESPNN_ERR_IO, "outputs", k, s->n_outputs);
+    const espnn_io_rt_t *io = state_io_table(model);
+    for (uint32_t k = 0; k < s->n_inputs + s->n_outputs; k++) {
+        if (bound(&io[k]) == NULL) {
+            const bool is_output = k >= s->n_inputs;
+            return arg_fail(err, ESPNN_ERR_IO, is_output ? "outputs" : "inputs",
+                            is_output ? k - s->n_inputs : k, is_output ? s->n_outputs : s->n_inputs);
         }
     }
     const uint8_t *base = state_base(model);
@@ -372,9 +392,9 @@ static espnn_status_t run_ops(espnn_model_t *model, espnn_error_t *err)
         x.ids = ids;
         x.data = base + op->data_at + espnn_align_up(2u * op->n_inputs, 4u);
         for (uint32_t k = 0; k < op->n_inputs; k++) {
-            x.in[k] = ids[k] == ESPNN_NO_TENSOR ? NULL : tensor_ptr(model, &tensors[ids[k]]);
+            x.in[k] = ids[k] == ESPNN_NO_TENSOR ? NULL : tensor_ptr(model, tensors, io, ids[k]);
         }
-        x.out = tensor_ptr(model, &tensors[op->output]);
+        x.out = tensor_ptr(model, tensors, io, op->output);
 #ifdef ESPNN_HOST_SCRATCH_GUARD
         /* host test mode: the op's scratch is a side buffer with guard bytes after it (NULL
          * without scratch, as below) */

@@ -5,8 +5,9 @@
  * the dataflow rules) -> bind (decode into the caller's state buffer) -> invoke (each op
  * family's eval).  See docs/engine.md.
  *
- * The decoded state holds no pointers, only offsets and fixed-width fields of at most 4-byte
- * alignment, so its size (espnn_info_t.state_bytes) is the same on 32- and 64-bit builds and
+ * The decoded state holds offsets and fixed-width fields of at most 4-byte alignment; the one
+ * address it keeps (an io record's bound buffer) sits in an 8-byte slot whatever the pointer
+ * size, so its size (espnn_info_t.state_bytes) is the same on 32- and 64-bit builds and
  * executorch_espnn/payload/state.py computes it ahead of time from payload/format.py.
  */
 #ifndef ESPNN_INTERNAL_H
@@ -48,11 +49,15 @@ typedef struct espnn_tview {
 
 #define ESPNN_STATE_MAGIC 0x54534E45u /* "ENST" */
 
+/* Tensors 0 .. n_records-1 (up to the last one that is not a constant) get a full record; the
+ * constants after them only their byte offset (ESPNN_STATE_CONST_BYTES each): eval needs no
+ * more of a constant than its address, and a model's constants outnumber its activations
+ * (DS-CNN: 32 of 45 tensors), so the AOT side numbers them last (payload/order.py). */
 struct espnn_state {
     uint32_t magic;
     uint32_t total_bytes;
-    uint32_t n_tensors, n_ops, n_inputs, n_outputs;
-    uint32_t tensors_at, io_at, ops_at, data_at; /* byte offsets from the state start */
+    uint32_t n_tensors, n_records, n_ops, n_inputs, n_outputs;
+    uint32_t tensors_at, consts_at, io_at, ops_at, data_at; /* byte offsets from the state start */
 };
 
 typedef struct espnn_tensor_rt {
@@ -68,6 +73,9 @@ typedef struct espnn_io_rt {
     float scale;
     int32_t zero_point;
     uint32_t home; /* arena offset the io tensor lives at when no buffer is bound, or ESPNN_NO_HOME */
+    /* the bound buffer's address (memcpy'd, sizeof(void *) <= 8): here rather than in
+     * espnn_model_t, which would otherwise carry 2 * ESPNN_MAX_IO pointers for every delegate */
+    uint32_t bound[2];
 } espnn_io_rt_t;
 
 typedef struct espnn_op_rt {
@@ -85,6 +93,7 @@ typedef struct espnn_op_rt {
 ESPNN_STATIC_ASSERT(sizeof(struct espnn_state) == ESPNN_STATE_HEADER_BYTES, "state header");
 ESPNN_STATIC_ASSERT(sizeof(espnn_tensor_rt_t) == ESPNN_STATE_TENSOR_BYTES, "tensor record");
 ESPNN_STATIC_ASSERT(sizeof(espnn_io_rt_t) == ESPNN_STATE_IO_BYTES, "io record");
+ESPNN_STATIC_ASSERT(sizeof(void *) <= sizeof(((espnn_io_rt_t *)0)->bound), "io bound slot");
 ESPNN_STATIC_ASSERT(sizeof(espnn_op_rt_t) == ESPNN_STATE_OP_BYTES, "op record");
 ESPNN_STATIC_ASSERT(sizeof(float) == 4, "float32");
 

@@ -28,6 +28,10 @@ espnn_status_t espnn_validate_ops(const uint8_t *buf, const espnn_hdr_t *hdr,
                                   const uint8_t *consts, espnn_error_t *err,
                                   espnn_prep_sink_t sink, void *sink_ctx);
 
+/* Tensors with a full record in the decoded state: up to the last one that is not a constant
+ * (the constants after it keep only their offset). */
+uint32_t espnn_state_records(const uint8_t *buf, const espnn_hdr_t *hdr);
+
 /* Bytes the decoded state needs (same formula as executorch_espnn/payload/state.py). */
 uint32_t espnn_state_bytes(const uint8_t *buf, const espnn_hdr_t *hdr);
 

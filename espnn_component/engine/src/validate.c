@@ -385,10 +385,25 @@ espnn_status_t espnn_validate_ops(const uint8_t *buf, const espnn_hdr_t *hdr,
     return sink != NULL ? ESPNN_OK : check_dataflow(buf, hdr, err);
 }
 
+uint32_t espnn_state_records(const uint8_t *buf, const espnn_hdr_t *hdr)
+{
+    uint32_t records = 0;
+    for (uint32_t i = 0; i < hdr->n_tensors; i++) {
+        espnn_tview_t t;
+        espnn_tensor_decode(buf, hdr, i, &t);
+        if (t.storage != ESPNN_STORAGE_CONST) {
+            records = i + 1;
+        }
+    }
+    return records;
+}
+
 uint32_t espnn_state_bytes(const uint8_t *buf, const espnn_hdr_t *hdr)
 {
     /* bounded by 4096 tensors and ops: at most a few hundred KiB, no overflow */
-    uint32_t total = ESPNN_STATE_HEADER_BYTES + ESPNN_STATE_TENSOR_BYTES * hdr->n_tensors +
+    const uint32_t records = espnn_state_records(buf, hdr);
+    uint32_t total = ESPNN_STATE_HEADER_BYTES + ESPNN_STATE_TENSOR_BYTES * records +
+                     ESPNN_STATE_CONST_BYTES * (hdr->n_tensors - records) +
                      ESPNN_STATE_IO_BYTES * (hdr->n_inputs + hdr->n_outputs) +
                      ESPNN_STATE_OP_BYTES * hdr->n_ops;
     uint32_t pos = hdr->ops_offset;
