@@ -20,6 +20,7 @@ Two places hold figures, looked up in this order:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -92,14 +93,27 @@ def _cost(d: object) -> KernelCost | None:
         return None
 
 
-def shipped(path: Path = SHIPPED) -> dict[str, dict[str, object]]:
-    """The package's measured figures by key (empty if the file is missing or unreadable: a
-    report then says "not measured", it never fails over a cost figure)."""
+@functools.lru_cache(maxsize=4)
+def _parsed(path: Path, version: tuple[int, int]) -> dict[str, dict[str, object]]:
+    """``path``'s table as of ``version`` (mtime, size): a report looks up every moved layer,
+    and the table is read once per version of the file, not once per layer."""
+    del version  # part of the cache key only: a file edited since is read again
     try:
         table = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return table if isinstance(table, dict) else {}
+
+
+def shipped(path: Path = SHIPPED) -> dict[str, dict[str, object]]:
+    """The package's measured figures by key (empty if the file is missing or unreadable: a
+    report then says "not measured", it never fails over a cost figure).  A copy: the caller
+    may change it."""
+    try:
+        st = path.stat()
+    except OSError:
+        return {}
+    return dict(_parsed(path, (st.st_mtime_ns, st.st_size)))
 
 
 def lookup(key: str) -> KernelCost | None:
@@ -131,4 +145,5 @@ def ship(entries: dict[str, tuple[KernelCost, str]], path: Path = SHIPPED) -> in
     for key, (cost, layer) in entries.items():
         table[key] = {"layer": layer, **asdict(cost)}
     path.write_text(json.dumps(dict(sorted(table.items())), indent=1) + "\n", encoding="utf-8")
+    _parsed.cache_clear()  # a rewrite within the clock's tick keeps its mtime
     return len(table)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 
@@ -178,6 +179,13 @@ def test_an_unreadable_cost_table_reads_as_empty(tmp_path: Path) -> None:
     assert kernel_cost.shipped(tmp_path / "missing.json") == {}
     n = kernel_cost.ship({"ab" * 32: (kernel_cost.KernelCost(10, 20, "t"), "l (m op 1)")}, bad)
     assert n == 1 and kernel_cost.shipped(bad)["ab" * 32]["ansi_instructions"] == 20
+    # read once per version of the file; a copy each time, and a rewrite is read again
+    kernel_cost.shipped(bad).clear()
+    assert kernel_cost.shipped(bad)["ab" * 32]["fast_instructions"] == 10
+    kernel_cost.ship({"cd" * 32: (kernel_cost.KernelCost(1, 2, "t"), "l (m op 2)")}, bad)
+    assert sorted(kernel_cost.shipped(bad)) == ["ab" * 32, "cd" * 32]
+    with mock.patch.object(Path, "read_text", side_effect=AssertionError("read again")):
+        assert len(kernel_cost.shipped(bad)) == 2
 
 
 def test_the_report_names_each_moved_layer_its_kernels_and_the_scratch_both_plans_differ_by(

@@ -15,9 +15,10 @@ import pytest
 
 from devkit import payload_factory as pf
 from devkit.scratch_helpers import op_scratch, retarget
+from devkit.single_op import random_inputs
 from devkit.zoo import ZOO
 from executorch_espnn.payload import decode
-from executorch_espnn.payload.format import DType, Opcode, Target
+from executorch_espnn.payload.format import Opcode, Target
 from executorch_espnn.reference import run_delegate
 
 pytestmark = pytest.mark.skipif(__import__("shutil").which("gcc") is None, reason="needs gcc")
@@ -84,19 +85,6 @@ def test_no_scratch_where_the_kernel_needs_a_pointer_is_caught(name: str) -> Non
     assert "gets a NULL scratch (scratch_size 0) and would not compute" in r.stderr, r.stderr[-2000:]
 
 
-def _random_inputs(data: bytes, seed: int) -> list[npt.NDArray[np.generic]]:
-    p = decode(data)
-    rng = np.random.default_rng(seed)
-    out: list[npt.NDArray[np.generic]] = []
-    for tid in p.inputs:
-        t = p.tensors[tid]
-        if t.dtype == DType.FLOAT32:
-            out.append(rng.standard_normal(t.dims).astype(np.float32))
-        else:
-            out.append(rng.integers(-128, 128, t.dims, dtype=np.int8))
-    return out
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(("target", "name"), [
     # the S3 lowerings are the ones test_zoo.py shares (devkit.lowered_zoo); two small P4 ones
@@ -117,5 +105,5 @@ def test_zoo_stays_inside_its_scratch(target: Target, name: str) -> None:
             if op.opcode in (Opcode.CONV2D, Opcode.DEPTHWISE_CONV2D):
                 convs += 1
                 with_scratch += op.scratch_size > 0
-        _run_exact(f"{name}[{k}]", data, _random_inputs(data, k), target)
+        _run_exact(f"{name}[{k}]", data, random_inputs(data, k), target)
     assert with_scratch > 0 or convs == 0, "a conv model reaches ESP-NN's scratch-using kernels"
