@@ -1121,6 +1121,14 @@ def all_cases(seed: int = 0) -> list[Case]:
                   depthwise_mult=2, pad=(0, 0, 1, 1), seed=s + 8),
         conv_case("dw_dilation2", cin=8, h=9, w=9, k=(3, 3), dilation=(2, 2),
                   depthwise_mult=1, pad=(2, 2, 2, 2), seed=s + 9),
+        # the S3 geometries the engine can run in bands of output rows (docs/engine.md,
+        # "Depthwise bands"): 3x3, multiplier 1, channels % 16, padding 1 or 0
+        conv_case("dw_bands_pad1", n=2, cin=32, h=7, w=6, k=(3, 3), depthwise_mult=1,
+                  pad=(1, 1, 1, 1), act="relu6", seed=s + 10),
+        conv_case("dw_bands_s2_odd", cin=16, h=9, w=11, k=(3, 3), stride=(2, 2), depthwise_mult=1,
+                  pad=(1, 1, 1, 1), seed=s + 11),
+        conv_case("dw_bands_nopad_s2", cin=48, h=10, w=7, k=(3, 3), stride=(2, 2),
+                  depthwise_mult=1, seed=s + 12),
         # fully connected
         fc_case("fc_2d", in_shape=(3, 40), n_out=10, seed=s),
         fc_case("fc_3d", in_shape=(2, 5, 17), n_out=9, act="relu", seed=s + 1),

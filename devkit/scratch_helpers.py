@@ -51,6 +51,26 @@ def retarget(data: bytes, target: Target, short_by: int = 0) -> bytes:
     return encode(p)
 
 
+def banded(data: bytes, rows: int, target: Target = Target.ESP32S3) -> tuple[bytes, int]:
+    """The payload for ``target`` with each bandable depthwise's scratch cut to a band of
+    ``rows`` output rows (fewer where its map has fewer; the speed lowering's choice where the
+    whole-map scratch sets the peak, docs/engine.md "Depthwise bands"), every other op's as
+    ``retarget`` sizes it; and how many ops were banded."""
+    from executorch_espnn.payload_peak import conv_geometry
+    from executorch_espnn.scratch import depthwise_band_scratch, depthwise_bandable
+
+    p = decode(retarget(data, target))
+    count = 0
+    for i, op in enumerate(p.ops):
+        g = conv_geometry(p, i)
+        if op.opcode == Opcode.DEPTHWISE_CONV2D and g is not None and depthwise_bandable(target, g):
+            band = depthwise_band_scratch(target, g, min(rows, g.out_h - 1))
+            if band < op.scratch_size:
+                op.scratch_size = band
+                count += 1
+    return encode(p), count
+
+
 def without_conv_scratch(data: bytes) -> tuple[bytes, int]:
     """The payload with every CONV2D/DEPTHWISE_CONV2D's scratch taken away (what
     optimize="ram" does where their scratch sets the peak: ESP-NN's ANSI kernel), and how many

@@ -18,46 +18,82 @@ from typing import Any
 
 from .payload import Opcode, Payload
 from .planner import arena_lifetimes, in_place_inputs
-from .scratch import ConvGeometry, conv_scratch, depthwise_scratch, softmax_scratch
+from .scratch import (
+    ConvGeometry,
+    conv_scratch,
+    depthwise_band_rows,
+    depthwise_band_scratch,
+    depthwise_scratch,
+    softmax_scratch,
+)
 
 
 def op_scratch(p: Payload, i: int) -> int:
     """The scratch bytes op ``i``'s kernel uses, from its operands (executorch_espnn.scratch),
     for the kernels that take one: ESP-NN's dense and depthwise convolutions without dilation
     (grouped and dilated ones run on the engine's own kernels) and its softmax.  A convolution
-    with ``scratch_size`` 0 runs ESP-NN's ANSI kernel (executorch_espnn.kernel_choice): none."""
+    with ``scratch_size`` 0 runs ESP-NN's ANSI kernel (executorch_espnn.kernel_choice): none;
+    a depthwise one given less than its whole-map kernel touches runs in bands of output rows
+    (docs/engine.md, "Depthwise bands"): what its bands take."""
     op = p.ops[i]
     if op.opcode in (Opcode.CONV2D, Opcode.DEPTHWISE_CONV2D) and op.scratch_size == 0:
         return 0
-    return kernel_scratch(p, i)
+    need = kernel_scratch(p, i)
+    rows = band_rows(p, i)
+    if rows:
+        geom = conv_geometry(p, i)
+        assert geom is not None  # band_rows found one
+        return depthwise_band_scratch(p.target, geom, rows)
+    return need
+
+
+def band_rows(p: Payload, i: int) -> int:
+    """Output rows per band op ``i`` runs with: a DEPTHWISE_CONV2D whose ``scratch_size`` is
+    short of what its whole-map kernel touches but holds a band (what the engine reads the
+    same way); 0 for every other op."""
+    op = p.ops[i]
+    if op.opcode != Opcode.DEPTHWISE_CONV2D or op.scratch_size == 0:
+        return 0
+    geom = conv_geometry(p, i)
+    if geom is None or op.scratch_size >= depthwise_scratch(p.target, geom):
+        return 0
+    return depthwise_band_rows(p.target, geom, op.scratch_size)
+
+
+def conv_geometry(p: Payload, i: int) -> ConvGeometry | None:
+    """What ESP-NN's scratch rules read of CONV2D/DEPTHWISE_CONV2D op ``i``; None for other
+    ops and for dilated convolutions (the engine's own kernel, no scratch)."""
+    op = p.ops[i]
+    if op.opcode not in (Opcode.CONV2D, Opcode.DEPTHWISE_CONV2D):
+        return None
+    pr = op.params
+    if pr["dilation_h"] != 1 or pr["dilation_w"] != 1:
+        return None
+    x_id, w_id = op.inputs[0], op.inputs[1]
+    assert x_id is not None and w_id is not None
+    _, kh, kw, _ = p.tensors[w_id].dims
+    _, h, wd, cin = p.tensors[x_id].dims
+    _, oh, ow, cout = p.tensors[op.output].dims
+    depthwise = op.opcode == Opcode.DEPTHWISE_CONV2D
+    return ConvGeometry(in_w=wd, in_h=h, in_ch=cin, filter_w=kw, filter_h=kh, out_w=ow, out_h=oh, out_ch=cout,
+                        pad_w=pr["pad_left"], pad_h=pr["pad_top"], stride_w=pr["stride_w"],
+                        stride_h=pr["stride_h"], ch_mult=pr["ch_mult"] if depthwise else 1)
 
 
 def kernel_scratch(p: Payload, i: int) -> int:
     """The scratch the target's ESP-NN kernel for op ``i`` takes for its operands (its fast
-    kernel for a convolution, whatever the payload chose)."""
+    kernel for a convolution, on the whole map, whatever the payload chose)."""
     op = p.ops[i]
-    if op.opcode not in (Opcode.CONV2D, Opcode.DEPTHWISE_CONV2D, Opcode.SOFTMAX):
-        return 0
-    x_id = op.inputs[0]
-    assert x_id is not None
-    x, y = p.tensors[x_id], p.tensors[op.output]
     if op.opcode == Opcode.SOFTMAX:
-        return softmax_scratch(p.target, x.dims[-1])
-    pr = op.params
-    if pr["dilation_h"] != 1 or pr["dilation_w"] != 1:
+        x_id = op.inputs[0]
+        assert x_id is not None
+        return softmax_scratch(p.target, p.tensors[x_id].dims[-1])
+    geom = conv_geometry(p, i)
+    if geom is None:
         return 0
-    w_id = op.inputs[1]
-    assert w_id is not None
-    _, kh, kw, _ = p.tensors[w_id].dims
-    _, h, wd, cin = x.dims
-    _, oh, ow, cout = y.dims
-    depthwise = op.opcode == Opcode.DEPTHWISE_CONV2D
-    geom = ConvGeometry(in_w=wd, in_h=h, in_ch=cin, filter_w=kw, filter_h=kh, out_w=ow, out_h=oh, out_ch=cout,
-                        pad_w=pr["pad_left"], pad_h=pr["pad_top"], stride_w=pr["stride_w"],
-                        stride_h=pr["stride_h"], ch_mult=pr["ch_mult"] if depthwise else 1)
-    if depthwise:
+    if op.opcode == Opcode.DEPTHWISE_CONV2D:
         return depthwise_scratch(p.target, geom)
-    return conv_scratch(p.target, geom) if pr["groups"] == 1 else 0
+    return conv_scratch(p.target, geom) if op.params["groups"] == 1 else 0
 
 
 @dataclass(frozen=True)
@@ -110,18 +146,33 @@ class PartitionPeak:
                 "setter": self.setter()}
 
 
-def partition_peak(index: int, p: Payload) -> PartitionPeak:
-    """The peak over ``p``'s ops of live arena bytes plus the running kernel's scratch (see the
-    module's docstring for what counts)."""
+def _live_sets(p: Payload) -> tuple[list[list[int]], dict[int, int]]:
+    """Per op, the arena tensors live while it runs (module docstring), and each one's writer."""
     lifetimes = arena_lifetimes(p.tensors, p.ops, p.homes())
     first = {tid: f for tid, (f, _) in lifetimes.items()}
     last = {tid: until for tid, (_, until) in lifetimes.items()}
     inplace = in_place_inputs(p.tensors, p.ops, last)
-    best: PartitionPeak | None = None
+    sets = []
     for i, op in enumerate(p.ops):
         live = [tid for tid, f in first.items() if f <= i <= last[tid]]
         if op.output in inplace:
             live.remove(op.output)  # the output takes its dying input's bytes
+        sets.append(live)
+    return sets, first
+
+
+def live_bytes(p: Payload) -> list[int]:
+    """Per op, the live arena activation bytes while it runs (its scratch left out)."""
+    sets, _ = _live_sets(p)
+    return [sum(p.tensors[t].nbytes for t in live) for live in sets]
+
+
+def partition_peak(index: int, p: Payload) -> PartitionPeak:
+    """The peak over ``p``'s ops of live arena bytes plus the running kernel's scratch (see the
+    module's docstring for what counts)."""
+    sets, first = _live_sets(p)
+    best: PartitionPeak | None = None
+    for i, (op, live) in enumerate(zip(p.ops, sets, strict=True)):
         acts = sum(p.tensors[t].nbytes for t in live)
         scratch = op_scratch(p, i)
         if best is None or acts + scratch > best.bytes:

@@ -199,6 +199,48 @@ def _depthwise_s3_writes(g: ConvGeometry) -> int:
     return 0  # esp_nn_depthwise_conv_s8_opt (esp_nn_depthwise_conv_opt.c) uses no scratch
 
 
+def depthwise_bandable(target: Target, g: ConvGeometry) -> bool:
+    """Whether the engine can run ``g`` in bands of output rows (docs/engine.md, "Depthwise
+    bands"): on the S3, a 3x3 depthwise with channel multiplier 1, channels a multiple of 16
+    and padding 1 or 0 on both axes, over more than one output row.  Each band is a pre-padded
+    copy of its input rows that ESP-NN's dispatcher hands, unchanged, to the same s8 assembly
+    (``esp_nn_depthwise_conv_s8_mult1_3x3_padded_esp32s3``) its own row tiles call for inputs
+    over 40 KB; other geometries take s16 or channel-padded paths whose scratch grows with
+    the band, so they are not banded."""
+    return (target == Target.ESP32S3 and g.ch_mult == 1 and g.in_ch % 16 == 0 and g.filter_w == 3
+            and g.filter_h == 3 and (g.pad_w, g.pad_h) in ((0, 0), (1, 1)) and g.out_h > 1)
+
+
+def depthwise_band_geometry(g: ConvGeometry, rows: int) -> ConvGeometry:
+    """The geometry ESP-NN sees for a band of ``rows`` output rows: exactly the padded input
+    that band reads (``out * stride + filter - 1`` on each axis), with no padding left, so its
+    dispatcher takes the no-padding s8 branch and reads the band where it lies."""
+    return ConvGeometry(in_w=g.out_w * g.stride_w + g.filter_w - 1, in_h=rows * g.stride_h + g.filter_h - 1,
+                        in_ch=g.in_ch, filter_w=g.filter_w, filter_h=g.filter_h, out_w=g.out_w, out_h=rows,
+                        out_ch=g.out_ch, pad_w=0, pad_h=0, stride_w=g.stride_w, stride_h=g.stride_h,
+                        ch_mult=g.ch_mult, filter_aligned16=g.filter_aligned16)
+
+
+def depthwise_band_scratch(target: Target, g: ConvGeometry, rows: int) -> int:
+    """Scratch of a banded depthwise with ``rows`` output rows per band: the band's padded
+    input (aligned up to 16, where ESP-NN's own scratch pointer then starts) and what the
+    kernel touches for the band (its filter copy)."""
+    b = depthwise_band_geometry(g, rows)
+    return _a16(b.in_w * b.in_h * b.in_ch) + depthwise_scratch(target, b)
+
+
+def depthwise_band_rows(target: Target, g: ConvGeometry, scratch: int) -> int:
+    """Output rows per band the engine runs ``g`` with when its payload gives ``scratch``
+    bytes, fewer than the whole-map kernel touches: the most rows (below ``out_h``) whose band
+    scratch fits; 0 when none does or ``g`` is not bandable (the engine then refuses it)."""
+    if not depthwise_bandable(target, g):
+        return 0
+    for rows in range(g.out_h - 1, 0, -1):
+        if depthwise_band_scratch(target, g, rows) <= scratch:
+            return rows
+    return 0
+
+
 def conv_scratch(target: Target, g: ConvGeometry) -> int:
     """Scratch bytes ESP-NN's conv kernel for ``target`` needs for ``g`` (see the module doc)."""
     if target == Target.ESP32S3:

@@ -62,6 +62,11 @@ CHIP = Variant("chip", (*SANITIZE, "-DESPNN_HOST_STRICT", "-DESPNN_BUILD_TARGET=
 # side buffer of each op's scratch_size followed by guard bytes (esp_nn_host_guard.h)
 GUARD_S3 = Variant("guard_s3", (*SANITIZE, "-DESPNN_HOST_STRICT", "-DESPNN_HOST_SCRATCH_GUARD=3"),
                    env=SANITIZER_ENV)
+# the same guards in an engine that knows its chip: it reads a short depthwise scratch as an S3
+# build does (bands, docs/engine.md), where the plain guard build, which must let a short
+# payload reach its guards, runs the whole map
+GUARD_S3_CHIP = Variant("guard_s3_chip", (*SANITIZE, "-DESPNN_HOST_STRICT", "-DESPNN_HOST_SCRATCH_GUARD=3",
+                                          "-DESPNN_BUILD_TARGET=3"), env=SANITIZER_ENV)
 # an ESP32-S3 optimised build's routing (engine/src/espnn_s3_kernels.h) against host stand-ins
 # of ESP-NN's _esp32s3/_ansi kernels that abort outside the S3 kernels' contracts
 S3_CONTRACTS = Variant("s3_contracts", (*SANITIZE, "-DESPNN_HOST_STRICT", "-DESPNN_BUILD_TARGET=3",

@@ -35,7 +35,7 @@ import numpy.typing as npt
 import pytest
 
 from devkit import payload_factory as pf
-from devkit.scratch_helpers import op_scratch
+from devkit.scratch_helpers import banded, op_scratch
 from executorch_espnn import component_sources
 from executorch_espnn.payload import (
     DType,
@@ -490,6 +490,42 @@ def test_payload_one_byte_short_of_touched_scratch_is_refused() -> None:
         err = r.error_fields()
         assert (r.returncode, err["field"], err["value"], err["limit"]) == (
             2, "scratch_size", str(need - 1), str(need)), name
+
+
+BAND_CASES = ("dw_bands_pad1", "dw_bands_s2_odd", "dw_bands_nopad_s2")
+
+
+@pytest.mark.parametrize("rows", [1, 2, 3])
+def test_depthwise_bands_run_exactly_on_an_s3_build(rows: int) -> None:
+    """A bandable depthwise given a band's scratch, less than the whole map's (what the speed
+    lowering does where that scratch sets the peak): the S3 build, which refuses a short
+    whole-map scratch, runs it in bands of padded rows with the reference's bytes; the batch,
+    stride 2 with odd sizes, padding 0 and a short last band are among the cases."""
+    for name in BAND_CASES:
+        case = _cases()[name]
+        data, n = banded(case.payload, rows)
+        assert n == 1, name
+        p = decode(data)
+        assert p.ops[0].scratch_size < _s3_need(case.payload), name
+        _assert_exact("chip", pf.Case(name, data, case.inputs, None))
+
+
+def test_payload_one_byte_short_of_one_band_is_refused() -> None:
+    """Below the smallest band the payload is refused, naming what one output row's band takes."""
+    from executorch_espnn.payload_peak import conv_geometry
+    from executorch_espnn.scratch import depthwise_band_scratch
+
+    for name in BAND_CASES:
+        case = _cases()[name]
+        p = decode(case.payload)
+        g = conv_geometry(p, 0)
+        assert g is not None
+        one = depthwise_band_scratch(Target.ESP32S3, g, 1)
+        r = _run("chip", _for_chip(case.payload, Target.ESP32S3, one - 1), case.inputs, 1)
+        err = r.error_fields()
+        assert (r.returncode, err["field"], err["value"], err["limit"]) == (
+            2, "scratch_size", str(one - 1), str(one)), name
+        assert "another target or ESP-NN version" in r.stderr
 
 
 def test_payload_for_this_chip_runs_with_its_scratch() -> None:

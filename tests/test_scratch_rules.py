@@ -14,7 +14,14 @@ import engine_helpers as eh
 import pytest
 
 from executorch_espnn.payload.format import Target
-from executorch_espnn.scratch import ConvGeometry, conv_scratch, depthwise_scratch
+from executorch_espnn.scratch import (
+    ConvGeometry,
+    conv_scratch,
+    depthwise_band_rows,
+    depthwise_band_scratch,
+    depthwise_bandable,
+    depthwise_scratch,
+)
 
 RULES_C = eh.ENGINE / "src" / "scratch_rules.c"
 
@@ -42,13 +49,22 @@ def rules() -> ctypes.CDLL:
         fn = getattr(dll, name)
         fn.argtypes = [ctypes.c_int32, ctypes.POINTER(_Geom)]
         fn.restype = ctypes.c_uint32
+    dll.espnn_depthwise_bandable.argtypes = [ctypes.c_int32, ctypes.POINTER(_Geom)]
+    dll.espnn_depthwise_bandable.restype = ctypes.c_bool
+    dll.espnn_depthwise_band_scratch.argtypes = [ctypes.c_int32, ctypes.POINTER(_Geom), ctypes.c_int32]
+    dll.espnn_depthwise_band_scratch.restype = ctypes.c_uint32
+    dll.espnn_depthwise_band_rows.argtypes = [ctypes.c_int32, ctypes.POINTER(_Geom), ctypes.c_uint32]
+    dll.espnn_depthwise_band_rows.restype = ctypes.c_int32
     return dll
 
 
-def _c(fn: ctypes._CFuncPtr, target: Target, g: ConvGeometry) -> int:
-    cg = _Geom(g.in_w, g.in_h, g.in_ch, g.filter_w, g.filter_h, g.out_w, g.out_h, g.out_ch,
-               g.pad_w, g.pad_h, g.stride_w, g.stride_h, g.ch_mult, int(g.filter_aligned16))
-    return int(fn(int(target), ctypes.byref(cg)))
+def _cg(g: ConvGeometry) -> _Geom:
+    return _Geom(g.in_w, g.in_h, g.in_ch, g.filter_w, g.filter_h, g.out_w, g.out_h, g.out_ch,
+                 g.pad_w, g.pad_h, g.stride_w, g.stride_h, g.ch_mult, int(g.filter_aligned16))
+
+
+def _c(fn: ctypes._CFuncPtr, target: Target, g: ConvGeometry, *extra: int) -> int:
+    return int(fn(int(target), ctypes.byref(_cg(g)), *extra))
 
 
 def _geometry(rng: random.Random, depthwise: bool) -> ConvGeometry:
@@ -84,6 +100,54 @@ def test_python_and_c_rules_agree(rules: ctypes.CDLL, depthwise: bool) -> None:
             assert _c(fn, target, g) == want, (target.name, g)
             nonzero += want > 0
     assert nonzero > 1000  # the sweep reaches the kernels that use scratch
+
+
+def test_python_and_c_band_rules_agree(rules: ctypes.CDLL) -> None:
+    """Which depthwise geometries run in bands, what a band of n rows takes and how many rows
+    a given scratch holds: the same in scratch.py and scratch_rules.c."""
+    rng = random.Random(2412)
+    bandable = 0
+    for _ in range(3000):
+        g = _geometry(rng, True)
+        if rng.random() < 0.5:  # enough of the bandable shape to exercise the rest
+            g = ConvGeometry(**{**g.__dict__, "filter_w": 3, "filter_h": 3, "ch_mult": 1,
+                                "in_ch": 16 * rng.randint(1, 8), "pad_w": g.pad_h})
+            g = ConvGeometry(**{**g.__dict__, "out_ch": g.in_ch,
+                                "out_h": (g.in_h + 2 * g.pad_h - 3) // g.stride_h + 1,
+                                "out_w": (g.in_w + 2 * g.pad_w - 3) // g.stride_w + 1})
+        if g.out_w < 1 or g.out_h < 1:
+            continue
+        for target in Target:
+            ok = depthwise_bandable(target, g)
+            assert bool(_c(rules.espnn_depthwise_bandable, target, g)) == ok, (target.name, g)
+            if not ok:
+                assert _c(rules.espnn_depthwise_band_rows, target, g, 1 << 30) == 0
+                continue
+            bandable += 1
+            for rows in {1, 2, g.out_h - 1}:
+                assert _c(rules.espnn_depthwise_band_scratch, target, g, rows) == depthwise_band_scratch(
+                    target, g, rows), (g, rows)
+            for budget in (0, depthwise_band_scratch(target, g, 1) - 1, depthwise_band_scratch(target, g, 1),
+                           rng.randint(0, depthwise_scratch(target, g)), 1 << 30):
+                assert _c(rules.espnn_depthwise_band_rows, target, g, budget) == depthwise_band_rows(
+                    target, g, budget), (g, budget)
+    assert bandable > 300
+
+
+def test_band_scratch_follows_the_kernel_writes() -> None:
+    """By hand: DS-CNN's depthwise (25x5x64, 3x3, pad 1) in bands of one output row copies
+    3 padded rows of 7 pixels x 64 channels, then ESP-NN copies the 3x3x64 filter after it
+    (its no-padding s8 branch reads the band in place); bands of 24 rows take 26 such rows.
+    A scratch just short of two rows' band holds one row."""
+    s3 = Target.ESP32S3
+    g = _g(in_w=5, in_h=25, in_ch=64, filter_w=3, filter_h=3, out_w=5, out_h=25, out_ch=64, pad_w=1, pad_h=1)
+    assert depthwise_bandable(s3, g) and not depthwise_bandable(Target.ESP32, g)
+    assert depthwise_band_scratch(s3, g, 1) == 7 * 3 * 64 + 9 * 64
+    assert depthwise_band_scratch(s3, g, 24) == 7 * 26 * 64 + 9 * 64
+    assert depthwise_band_rows(s3, g, 7 * 4 * 64 + 9 * 64 - 1) == 1
+    assert depthwise_band_rows(s3, g, depthwise_scratch(s3, g)) == 24  # below out_h: never the whole map
+    # 8 channels take the s16 path, whose scratch grows with the band: not banded
+    assert not depthwise_bandable(s3, ConvGeometry(**{**g.__dict__, "in_ch": 8, "out_ch": 8}))
 
 
 def _g(**kw: int) -> ConvGeometry:

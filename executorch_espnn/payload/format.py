@@ -189,7 +189,7 @@ OP_SPECS: dict[Opcode, OpSpec] = {
             Opcode.DEPTHWISE_CONV2D,
             ("input", "filter", "bias?", "mult", "shift"),
             (*_CONV_PARAMS, "ch_mult", "in_offset", "out_offset", "act_min", "act_max"),
-            state_bytes=52,
+            state_bytes=56,
         ),
         OpSpec(
             Opcode.FULLY_CONNECTED,

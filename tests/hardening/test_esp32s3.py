@@ -7,6 +7,8 @@ each test skips with a message naming every missing one.  What needs only Debian
 
 - the golden suite as ESP32-S3 payloads (scratch sized for the S3 kernels) is bit-exact with the
   reference executor on the S3 kernels and on ESP-NN's ANSI kernels, in every placement;
+- the depthwise layers the S3 can run in bands (optimize="speed"), given one band's scratch of
+  1 and of 2 output rows, are bit-exact on the S3 assembly too;
 - the same suite with the engine's S3 routing switched off (``ESPNN_S3_KERNELS=0``: every
   call goes to the S3 kernel) fails in exactly the cases whose operands break an S3 kernel's
   contract (src/espnn_s3_kernels.h): the golden suite covers every contract;
@@ -195,6 +197,26 @@ def test_ram_first_convolutions_bit_exact_on_s3(tmp_path: Path) -> None:
             cases.append(golden.make_case(c.name, data, c.inputs))
     assert len(cases) >= 5
     out = _golden_run(cases, tmp_path, esp32s3.KERNELS_S3, name="golden_ram_first")
+    assert f"EMU VERDICT PASS target=esp32s3 cases={len(cases)} failed=0" in out, out[-3000:]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rows", [1, 2])
+def test_depthwise_bands_bit_exact_on_s3(rows: int, tmp_path: Path) -> None:
+    """optimize="speed"'s bands on the real chip's assembly: every golden depthwise the S3 can
+    band, given one band's scratch of ``rows`` output rows (docs/engine.md "Depthwise bands"),
+    runs ESP-NN's S3 kernel band by band and is bit-exact with the reference executor."""
+    from devkit import payload_factory as pf
+    from devkit.scratch_helpers import banded
+
+    _need_firmware()
+    cases = []
+    for c in pf.all_cases(0):
+        data, n = banded(c.payload, rows)
+        if n:
+            cases.append(golden.make_case(f"{c.name}_bands{rows}", data, c.inputs))
+    assert len(cases) >= 3
+    out = _golden_run(cases, tmp_path, esp32s3.KERNELS_S3, name=f"golden_bands{rows}")
     assert f"EMU VERDICT PASS target=esp32s3 cases={len(cases)} failed=0" in out, out[-3000:]
 
 

@@ -1,18 +1,23 @@
 /*
  * DEPTHWISE_CONV2D.  Undilated ones run on ESP-NN's esp_nn_depthwise_conv_s8 (one call per
  * batch image); dilated ones, and geometries whose window origin would not fit the int16
- * ESP-NN's reference kernel keeps it in, run on the engine's own kernel.
+ * ESP-NN's reference kernel keeps it in, run on the engine's own kernel.  The payload's
+ * scratch_size chooses among ESP-NN's: the whole map at once when it covers what the kernel
+ * touches, bands of output rows when it covers less but a band fits (docs/engine.md,
+ * "Depthwise bands"), ESP-NN's ANSI kernel when it is 0 (RAM first).
  */
 #include <stddef.h>
+#include <string.h>
 
 #include "espnn_s3_kernels.h"
 #include "espnn_conv_common.h"
 #include "espnn_fixedpoint.h"
 
-enum { DW_KERNEL_ESPNN = 1, DW_KERNEL_GENERIC = 2, DW_KERNEL_ANSI = 3 };
+enum { DW_KERNEL_ESPNN = 1, DW_KERNEL_GENERIC = 2, DW_KERNEL_ANSI = 3, DW_KERNEL_BANDS = 4 };
 
 typedef struct dw_state {
     espnn_conv_geom_t g;
+    uint32_t band_rows; /* output rows per band (DW_KERNEL_BANDS), else 0 */
 } dw_state_t;
 ESPNN_FAMILY_STATE(dw_state_t, ESPNN_STATE_BYTES_DEPTHWISE_CONV2D);
 
@@ -49,6 +54,7 @@ static void espnn_dims(const espnn_conv_geom_t *g, data_dims_t *in, data_dims_t 
 static espnn_status_t prepare(espnn_prep_t *p)
 {
     dw_state_t *s = (dw_state_t *)p->data;
+    s->band_rows = 0u;
     espnn_status_t st = espnn_prep_conv(p, true, &s->g);
     if (st != ESPNN_OK) {
         return st;
@@ -68,6 +74,16 @@ static espnn_status_t prepare(espnn_prep_t *p)
     if (p->scratch_size == 0u && need > 0u) {
         /* RAM first: ESP-NN's ANSI kernel, no scratch (espnn_s3_kernels.h) */
         p->kernel = DW_KERNEL_ANSI;
+        return ESPNN_OK;
+    }
+    if (p->scratch_size < need && espnn_depthwise_bandable(ESPNN_BUILD_TARGET, &sg)) {
+        const int32_t rows = espnn_depthwise_band_rows(ESPNN_BUILD_TARGET, &sg, p->scratch_size);
+        if (rows == 0) {
+            /* not even one output row's band fits: name what the smallest band takes */
+            return espnn_prep_scratch(p, espnn_depthwise_band_scratch(ESPNN_BUILD_TARGET, &sg, 1));
+        }
+        p->kernel = DW_KERNEL_BANDS;
+        s->band_rows = (uint32_t)rows;
         return ESPNN_OK;
     }
     return espnn_prep_scratch(p, need);
@@ -91,6 +107,66 @@ static void eval_espnn(const espnn_exec_t *x, const espnn_conv_geom_t *g, int an
             espnn_depthwise_conv_s8(&in, (const int8_t *)x->in[0] + n * in_img, &filt,
                                     (const int8_t *)x->in[1], (const int32_t *)x->in[2], &out,
                                     (int8_t *)x->out + n * out_img, &cp, &q);
+        }
+    }
+}
+
+/* The padded input rows [iy0, iy0 + rows) of one image, columns as the band geometry has them
+ * (band_w of them from -pad_left): what lies outside the image is the input zero point, which
+ * the kernel's in_offset turns into 0, as ESP-NN's own padding does. */
+static void fill_band(int8_t *band, const int8_t *img, const espnn_conv_geom_t *g, int32_t iy0,
+                      uint32_t rows, uint32_t band_w)
+{
+    const int8_t zp = (int8_t)(-g->in_offset);
+    const size_t ch = g->cin;
+    const uint32_t left = g->pad_left < band_w ? g->pad_left : band_w;
+    const uint32_t copy = band_w - left < g->w ? band_w - left : g->w;
+    for (uint32_t r = 0; r < rows; r++) {
+        int8_t *dst = band + (size_t)r * band_w * ch;
+        const int32_t iy = iy0 + (int32_t)r;
+        if (iy < 0 || iy >= (int32_t)g->h) {
+            memset(dst, zp, (size_t)band_w * ch);
+            continue;
+        }
+        memset(dst, zp, (size_t)left * ch);
+        memcpy(dst + (size_t)left * ch, img + (size_t)iy * g->w * ch, (size_t)copy * ch);
+        memset(dst + (size_t)(left + copy) * ch, zp, (size_t)(band_w - left - copy) * ch);
+    }
+}
+
+/* Bands of band_rows output rows: each band's exact padded input is copied to the scratch
+ * start and run with no padding, so ESP-NN reads it in place and its own scratch (the filter
+ * copy) follows the band's, 16-byte aligned (espnn_depthwise_band_scratch). */
+static void eval_bands(const espnn_exec_t *x, const dw_state_t *s)
+{
+    const espnn_conv_geom_t *g = &s->g;
+    const uint32_t band_w = (uint32_t)g->ow * g->stride_w + g->kw - 1u;
+    const uint32_t full_h = s->band_rows * g->stride_h + g->kh - 1u;
+    const size_t band_bytes = ((size_t)band_w * full_h * g->cin + 15u) & ~(size_t)15u;
+    int8_t *band = (int8_t *)x->scratch;
+    data_dims_t in, filt, out;
+    dw_conv_params_t cp;
+    espnn_dims(g, &in, &filt, &out, &cp);
+    cp.padding.width = 0;
+    cp.padding.height = 0;
+    in.width = (uint16_t)band_w;
+    quant_data_t q = {(int32_t *)(uintptr_t)x->in[4], (int32_t *)(uintptr_t)x->in[3]};
+    const size_t in_img = (size_t)g->h * g->w * g->cin;
+    const size_t out_row = (size_t)g->ow * g->cout;
+    for (uint32_t n = 0; n < g->n; n++) {
+        const int8_t *img = (const int8_t *)x->in[0] + n * in_img;
+        int8_t *out_img = (int8_t *)x->out + n * out_row * g->oh;
+        for (uint32_t oy = 0; oy < g->oh; oy += s->band_rows) {
+            const uint32_t rows = g->oh - oy < s->band_rows ? g->oh - oy : s->band_rows;
+            const uint32_t in_rows = rows * g->stride_h + g->kh - 1u;
+            fill_band(band, img, g, (int32_t)(oy * g->stride_h) - (int32_t)g->pad_top, in_rows,
+                      band_w);
+            in.height = (uint16_t)in_rows;
+            out.height = (uint16_t)rows;
+            esp_nn_set_depthwise_conv_scratch_buf(band + band_bytes);
+            espnn_depthwise_conv_s8(&in, band, &filt, (const int8_t *)x->in[1],
+                                    (const int32_t *)x->in[2], &out, out_img + oy * out_row, &cp,
+                                    &q);
         }
     }
 }
@@ -144,6 +220,8 @@ static void eval(const espnn_exec_t *x)
     const dw_state_t *s = (const dw_state_t *)x->data;
     if (x->op->kernel == DW_KERNEL_ESPNN || x->op->kernel == DW_KERNEL_ANSI) {
         eval_espnn(x, &s->g, x->op->kernel == DW_KERNEL_ANSI);
+    } else if (x->op->kernel == DW_KERNEL_BANDS) {
+        eval_bands(x, s);
     } else {
         eval_generic(x, &s->g);
     }

@@ -10,6 +10,7 @@
 #ifndef ESPNN_SCRATCH_RULES_H
 #define ESPNN_SCRATCH_RULES_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct espnn_scratch_geom {
@@ -26,5 +27,18 @@ typedef struct espnn_scratch_geom {
  * accepts (the engine checks those limits before). */
 uint32_t espnn_conv_scratch_touched(int32_t target, const espnn_scratch_geom_t *g);
 uint32_t espnn_depthwise_scratch_touched(int32_t target, const espnn_scratch_geom_t *g);
+
+/* Depthwise bands (docs/engine.md, "Depthwise bands"; scratch.py's twins of the same names):
+ * whether g can run in bands of output rows on target; the geometry ESP-NN sees for a band of
+ * rows output rows (its exact padded input, no padding left); the scratch such a band takes
+ * (its input copy, aligned up to 16, then the kernel's own); and the most rows below out_h
+ * whose band fits scratch bytes, 0 if none does or g is not bandable. */
+bool espnn_depthwise_bandable(int32_t target, const espnn_scratch_geom_t *g);
+void espnn_depthwise_band_geom(const espnn_scratch_geom_t *g, int32_t rows,
+                               espnn_scratch_geom_t *band);
+uint32_t espnn_depthwise_band_scratch(int32_t target, const espnn_scratch_geom_t *g,
+                                      int32_t rows);
+int32_t espnn_depthwise_band_rows(int32_t target, const espnn_scratch_geom_t *g,
+                                  uint32_t scratch);
 
 #endif /* ESPNN_SCRATCH_RULES_H */

@@ -190,3 +190,47 @@ uint32_t espnn_depthwise_scratch_touched(int32_t target, const espnn_scratch_geo
     const int64_t w = depthwise_s3_writes(g);
     return to_u32(w > NON_NULL_SCRATCH ? w : NON_NULL_SCRATCH);
 }
+
+/* Depthwise bands (executorch_espnn/scratch.py, depthwise_bandable and what follows): the S3
+ * geometries whose pre-padded bands ESP-NN's dispatcher hands to the same s8 3x3 assembly
+ * its own row tiles use; other paths' scratch grows with the band. */
+bool espnn_depthwise_bandable(int32_t target, const espnn_scratch_geom_t *g)
+{
+    const bool pad_ok = (g->pad_w == 0 && g->pad_h == 0) || (g->pad_w == 1 && g->pad_h == 1);
+    return target == ESPNN_TARGET_ESP32S3 && g->ch_mult == 1 && g->in_ch % 16 == 0 &&
+           g->filter_w == 3 && g->filter_h == 3 && pad_ok && g->out_h > 1;
+}
+
+void espnn_depthwise_band_geom(const espnn_scratch_geom_t *g, int32_t rows,
+                               espnn_scratch_geom_t *band)
+{
+    *band = *g;
+    band->in_w = g->out_w * g->stride_w + g->filter_w - 1;
+    band->in_h = rows * g->stride_h + g->filter_h - 1;
+    band->out_h = rows;
+    band->pad_w = 0;
+    band->pad_h = 0;
+}
+
+uint32_t espnn_depthwise_band_scratch(int32_t target, const espnn_scratch_geom_t *g,
+                                      int32_t rows)
+{
+    espnn_scratch_geom_t b;
+    espnn_depthwise_band_geom(g, rows, &b);
+    const int64_t copy = a16((int64_t)b.in_w * b.in_h * b.in_ch);
+    return to_u32(copy + espnn_depthwise_scratch_touched(target, &b));
+}
+
+int32_t espnn_depthwise_band_rows(int32_t target, const espnn_scratch_geom_t *g,
+                                  uint32_t scratch)
+{
+    if (!espnn_depthwise_bandable(target, g)) {
+        return 0;
+    }
+    for (int32_t rows = g->out_h - 1; rows > 0; rows--) {
+        if (espnn_depthwise_band_scratch(target, g, rows) <= scratch) {
+            return rows;
+        }
+    }
+    return 0;
+}
