@@ -10,17 +10,27 @@ peak is set by a CONV2D or DEPTHWISE_CONV2D with scratch, that op gets ``scratch
 which tells the engine to call ESP-NN's ANSI kernel for it (docs/payload-format.md, "RAM-first
 kernels"; engine/ops/conv2d.c and depthwise_conv2d.c choose it at prepare), and the peak is
 recomputed.  Ops whose scratch does not set the peak keep the fast kernel: their scratch lives
-inside the arena the activations need anyway.  ``speed`` (the default) never does this.
+inside the arena the activations need anyway.
+
+``speed`` (the default) keeps the fast kernels everywhere, but where an S3 depthwise
+convolution's whole-map scratch sets the peak and its geometry can run in bands of output
+rows (``scratch.depthwise_bandable``), the op gets the scratch of the tallest band that fits
+the room the rest of the partition leaves (at least one row): the engine then copies each
+band's padded input rows to the scratch and runs the same ESP-NN assembly on it, as ESP-NN
+itself does for inputs over 40 KB (docs/engine.md, "Depthwise bands").  DS-CNN's 12,688 B
+becomes one row's 1,920 B.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .firmware.options import OPTIMIZE_CHOICES
 from .payload import Opcode, Payload
-from .payload_peak import kernel_scratch, partition_peak
+from .payload_peak import band_rows, conv_geometry, kernel_scratch, live_bytes, partition_peak
+from .scratch import depthwise_band_rows, depthwise_band_scratch, depthwise_bandable
 
 CHOOSABLE = (Opcode.CONV2D, Opcode.DEPTHWISE_CONV2D)
 
@@ -39,7 +49,8 @@ def check_optimize(value: object) -> str:
 
 @dataclass(frozen=True)
 class AnsiChoice:
-    """One op moved to ESP-NN's ANSI kernel: the scratch its fast kernel would have taken."""
+    """One op moved to ESP-NN's ANSI kernel: the scratch the speed plan gives its fast kernel
+    (its whole-map scratch, or the band's where the speed plan would run it in bands)."""
 
     op: int
     opcode: str
@@ -49,14 +60,15 @@ class AnsiChoice:
 def ansi_ops(p: Payload) -> list[AnsiChoice]:
     """The ops of ``p`` that run on ESP-NN's ANSI kernel by choice: a CONV2D/DEPTHWISE_CONV2D
     whose scratch_size is 0 although the target's fast kernel takes scratch for its operands
-    (what the engine reads the same way)."""
-    out = []
-    for i, op in enumerate(p.ops):
-        if op.opcode in CHOOSABLE and op.scratch_size == 0:
-            need = kernel_scratch(p, i)
-            if need > 0:
-                out.append(AnsiChoice(i, op.opcode.name, need))
-    return out
+    (what the engine reads the same way), each with the scratch optimize="speed" would give
+    it: the report's "bytes saved" is what the two plans differ by."""
+    moved = [i for i, op in enumerate(p.ops) if op.opcode in CHOOSABLE and op.scratch_size == 0
+             and kernel_scratch(p, i) > 0]
+    speed = copy.deepcopy(p)
+    for i in moved:
+        speed.ops[i].scratch_size = kernel_scratch(p, i)
+    choose_bands(speed)  # what payload_builder does for optimize="speed"
+    return [AnsiChoice(i, p.ops[i].opcode.name, speed.ops[i].scratch_size) for i in moved]
 
 
 def choose_ram_first(p: Payload) -> list[int]:
@@ -69,6 +81,55 @@ def choose_ram_first(p: Payload) -> list[int]:
             return chosen
         p.ops[peak.op].scratch_size = 0
         chosen.append(peak.op)
+
+
+@dataclass(frozen=True)
+class BandChoice:
+    """One depthwise op run in bands: rows per band, and the scratch that saved."""
+
+    op: int
+    rows: int
+    saved_bytes: int
+
+
+def banded_ops(p: Payload) -> list[BandChoice]:
+    """The ops of ``p`` the engine runs in bands (what it reads from their scratch_size)."""
+    out = []
+    for i in range(len(p.ops)):
+        rows = band_rows(p, i)
+        if rows:
+            out.append(BandChoice(i, rows, kernel_scratch(p, i) - p.ops[i].scratch_size))
+    return out
+
+
+def choose_bands(p: Payload) -> list[int]:
+    """Band the bandable depthwise ops whose whole-map scratch would lift ``p``'s peak above
+    the peak without any of their scratch: each gets the tallest band that fits beside its
+    own live activations under that peak, at least one row (module docstring).  Returns the
+    ops banded, in op order."""
+    whole: dict[int, int] = {}
+    for i, op in enumerate(p.ops):
+        geom = conv_geometry(p, i)
+        if op.opcode == Opcode.DEPTHWISE_CONV2D and op.scratch_size > 0 and geom is not None \
+                and depthwise_bandable(p.target, geom) and not band_rows(p, i):
+            whole[i] = op.scratch_size
+    for i in whole:
+        p.ops[i].scratch_size = 0  # the peak none of their scratch lifts
+    floor = partition_peak(0, p).bytes
+    live = live_bytes(p)
+    chosen = []
+    for i, full in whole.items():
+        geom = conv_geometry(p, i)
+        assert geom is not None
+        p.ops[i].scratch_size = full
+        if live[i] + full <= floor:
+            continue  # its scratch fits under the peak: the whole map at once
+        rows = depthwise_band_rows(p.target, geom, floor - live[i]) or 1
+        band = depthwise_band_scratch(p.target, geom, rows)
+        if band < full:
+            p.ops[i].scratch_size = band
+            chosen.append(i)
+    return chosen
 
 
 def saved_total(choices: Sequence[AnsiChoice]) -> int:

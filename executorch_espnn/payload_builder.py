@@ -31,7 +31,7 @@ from torch.fx import Node
 from .graph.constants import GraphContext
 from .graph.names import meta_val, static_shape
 from .graph.qdq import QParams, qdq_params
-from .kernel_choice import choose_ram_first
+from .kernel_choice import choose_bands, choose_ram_first
 from .layout import (
     Perm,
     identity,
@@ -539,8 +539,11 @@ class PayloadBuilder:
             producer=version_tuple(),
         )
         new_id = constants_last(payload)  # the engine's state keeps only an offset per constant
+        # before planning: the arena is planned with the scratch the choice leaves
         if self.ram_first:
-            choose_ram_first(payload)  # before planning: the arena is planned without that scratch
+            choose_ram_first(payload)
+        else:
+            choose_bands(payload)
         plan_payload(payload)
         names: dict[int, tuple[str, Perm, tuple[int, ...]]] = {}
         for node, v in self.values.items():

@@ -12,9 +12,9 @@ from unittest import mock
 import pytest
 
 from executorch_espnn.errors import LoweringError
-from executorch_espnn.kernel_choice import ansi_ops, check_optimize, choose_ram_first
+from executorch_espnn.kernel_choice import ansi_ops, banded_ops, check_optimize, choose_ram_first
 from executorch_espnn.payload import Opcode, decode
-from executorch_espnn.payload_peak import kernel_scratch, op_scratch, partition_peak
+from executorch_espnn.payload_peak import band_rows, kernel_scratch, op_scratch, partition_peak
 from tests.test_ram_bill import _s3_chain, _simulated_peak
 
 
@@ -98,7 +98,8 @@ def test_ds_cnn_on_the_s3_needs_the_esp32_arena_with_ram_first_kernels(
     """DS-CNN for the ESP32-S3 with optimize="ram": its arena is what the esp32 lowering (whose
     kernels take no scratch) plans, the report names each moved layer, what it saved and what
     it costs (the package's measured figures, with an empty user cache; a user's own figure
-    wins), and the program computes what the speed program does (host.run)."""
+    wins), and the program computes what the speed program does (host.run).  With the default
+    (speed) its depthwise layers run in bands of one output row, and the report says so."""
     import numpy as np
 
     import executorch_espnn as ee
@@ -122,7 +123,20 @@ def test_ds_cnn_on_the_s3_needs_the_esp32_arena_with_ram_first_kernels(
     moved = ansi_ops(p)
     assert moved and {c.opcode for c in moved} <= {"CONV2D", "DEPTHWISE_CONV2D"}
     (fast,) = (decode(d) for d in delegate_payloads(lowered["s3"].pte))
-    assert all(fast.ops[c.op].scratch_size == c.saved_bytes for c in moved)
+    # saved: what the two plans differ by (the speed plan runs the depthwise ones in bands)
+    assert all(fast.ops[c.op].scratch_size == c.saved_bytes > 0 for c in moved)
+    bands = banded_ops(fast)
+    assert [b.op for b in bands] == [i for i, op in enumerate(fast.ops) if op.opcode == Opcode.DEPTHWISE_CONV2D]
+    assert {c.op for c in moved} >= {b.op for b in bands}
+    # the speed plan's peak: the esp32 arena plus one row's band (3 padded rows of 7x64, the
+    # 3x3x64 filter copy), where the whole map's 12,688 B scratch would have set it
+    assert all((b.rows, fast.ops[b.op].scratch_size) == (1, 7 * 3 * 64 + 9 * 64) for b in bands)
+    assert arena["s3"] == arena["esp32"] + 7 * 3 * 64 + 9 * 64 == partition_peak(0, fast).bytes
+    for b in bands:
+        assert (f"partition 0 op {b.op} DEPTHWISE_CONV2D: ESP-NN's fast kernel in bands of 1 output row, "
+                f"1,920 B of scratch instead of 12,688") in str(lowered["s3"].report)
+    assert lowered["s3"].report.to_dict()["partitions"][0]["banded_ops"][0]["rows"] == 1
+    assert not banded_ops(p)  # optimize="ram" takes the ANSI kernel instead
     # the ops not moved keep the fast kernel's scratch
     kept = [i for i, op in enumerate(p.ops) if op.opcode in (Opcode.CONV2D, Opcode.DEPTHWISE_CONV2D)
             and i not in {c.op for c in moved}]
@@ -264,3 +278,23 @@ def test_the_cost_key_is_the_layers_geometry_not_its_quantization() -> None:
     p.ops[i].params["stride_h"] += 1
     assert cost_key(p, i) != key
 
+
+
+def test_the_bands_benchmark_pairs_each_banded_layer_with_its_whole_map_twin() -> None:
+    """benchmarks/s3_bands.py's host half (the emulator run is gated on its variables): each
+    DS-CNN layer the speed lowering bands becomes two single-op payloads, as lowered (a band's
+    scratch: the engine runs it in bands) and with the whole map's scratch (one kernel call),
+    whose reference outputs agree."""
+    from benchmarks.s3_bands import layer_pairs
+
+    pairs = layer_pairs("ds_cnn_kws")
+    assert len(pairs) == 4  # the four 25x5x64 depthwise layers
+    for pair in pairs:
+        banded, whole = decode(pair.banded.payload), decode(pair.whole.payload)  # type: ignore[attr-defined]
+        assert len(banded.ops) == len(whole.ops) == 1
+        assert band_rows(banded, 0) == pair.rows == 1 and band_rows(whole, 0) == 0
+        assert (banded.ops[0].scratch_size, whole.ops[0].scratch_size) == (pair.band_scratch, pair.whole_scratch)
+        assert pair.band_scratch < pair.whole_scratch == kernel_scratch(banded, 0)
+        assert whole.arena_size >= whole.ops[0].scratch_offset + pair.whole_scratch
+        assert pair.banded.inputs == pair.whole.inputs  # type: ignore[attr-defined]
+        assert pair.banded.expected == pair.whole.expected  # type: ignore[attr-defined]

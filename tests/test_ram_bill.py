@@ -210,7 +210,7 @@ def test_held_io_of_a_program() -> None:
 def test_report_json_has_the_bill_and_the_bound() -> None:
     d = json.loads(json.dumps(_report_with_bound().to_dict()))
     ram = d["ram"]
-    assert d["schema"] == 4
+    assert d["schema"] == 5
     assert set(ram) >= {"arena_bytes", "planned_bytes", "state_bytes", "method_allocator_bytes",
                         "temp_allocator_bytes", "total_bytes", "io_views", "io_view_bytes", "bound", "ratio",
                         "arena_ratio", "measured"}

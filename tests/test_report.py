@@ -259,7 +259,7 @@ def test_to_dict_is_json_with_stable_keys(tmp_path: Path) -> None:
     d = _hand_made().to_dict()
     text = json.dumps(d, sort_keys=True)
     back = json.loads(text)
-    assert back["schema"] == 4
+    assert back["schema"] == 5
     assert set(back) == {
         "schema", "target", "calibrated", "pte_bytes", "arena_bytes", "planned_bytes",
         "planned_buffers", "weights_bytes", "delegate_weights_bytes", "cpu_weights_bytes",

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..decisions import OpDecision
 from ..errors import PteError
-from ..kernel_choice import ansi_ops
+from ..kernel_choice import ansi_ops, banded_ops
 from ..payload import DType, Opcode, Payload, PayloadError, Storage, decode
 from ..payload.format import AVG_TORCH_ADAPTIVE, AVG_TORCH_MEAN, AVG_TORCH_POOL
 from ..payload.state import state_bytes
@@ -20,6 +20,7 @@ from .ram import held_io
 from .records import (
     ArenaTensor,
     ArenaTimeline,
+    BandedLayer,
     FastPathLayer,
     FloatAverage,
     GraphNode,
@@ -293,7 +294,18 @@ def analyse_payload(index: int, data: bytes) -> tuple[PartitionReport, list[Fast
         arena=timeline,
     )
     layers = [lay for i in range(len(p.ops)) if (lay := _fast_path_layer(index, i, p)) is not None]
-    return replace(rep, ansi_ops=_ram_first_layers(p, layers)), layers, p
+    return replace(rep, ansi_ops=_ram_first_layers(p, layers), banded_ops=_banded_layers(p, layers)), layers, p
+
+
+def _banded_layers(p: Payload, layers: Sequence[FastPathLayer]) -> tuple[BandedLayer, ...]:
+    """The depthwise ops run in bands, named like the fast-path table."""
+    by_op = {lay.op: lay for lay in layers}
+    out = []
+    for c in banded_ops(p):
+        lay = by_op.get(c.op)
+        out.append(BandedLayer(c.op, lay.layer if lay else "depthwise", lay.shape if lay else "", c.rows,
+                               p.ops[c.op].scratch_size, c.saved_bytes))
+    return tuple(out)
 
 
 def _ram_first_layers(p: Payload, layers: Sequence[FastPathLayer]) -> tuple[RamFirstLayer, ...]:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 # 3: ram (the whole RAM bill and its lower bound, executorch_espnn/report/ram.py); inputs/
 # outputs carry layout and access (int8 program I/O)
 # 4: profile (the layer table of a profiling build, executorch_espnn.profile_table; null otherwise)
-REPORT_SCHEMA = 4
+REPORT_SCHEMA = 5
 
 
 @dataclass(frozen=True)
@@ -120,6 +120,24 @@ class RamFirstLayer:
 
 
 @dataclass(frozen=True)
+class BandedLayer:
+    """One depthwise layer the engine runs in bands of output rows on ESP-NN's fast kernel
+    (docs/engine.md, "Depthwise bands"): rows per band and the scratch that saves against the
+    whole map at once."""
+
+    op: int
+    layer: str  # the fast-path table's name: "depthwise 3x3/1"
+    shape: str  # "25x5x64 -> 25x5x64"
+    rows: int
+    scratch_bytes: int  # the bands' scratch
+    saved_bytes: int  # the whole map's scratch minus the bands'
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": self.op, "layer": self.layer, "shape": self.shape, "rows": self.rows,
+                "scratch_bytes": self.scratch_bytes, "saved_bytes": self.saved_bytes}
+
+
+@dataclass(frozen=True)
 class PartitionReport:
     index: int
     ops: tuple[str, ...]  # payload opcodes in execution order
@@ -141,6 +159,8 @@ class PartitionReport:
     arena: ArenaTimeline | None = None
     # RAM-first kernels (executorch_espnn.kernel_choice): each op moved to ESP-NN's ANSI kernel
     ansi_ops: tuple[RamFirstLayer, ...] = ()
+    # depthwise ops run in bands of output rows (kernel_choice.choose_bands, the speed default)
+    banded_ops: tuple[BandedLayer, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -252,6 +272,7 @@ class LoweringReport:
                     "inputs": [ts(t) for t in p.inputs], "outputs": [ts(t) for t in p.outputs],
                     "arena": None if p.arena is None else p.arena.to_dict(),
                     "ansi_ops": [a.to_dict() for a in p.ansi_ops],
+                    "banded_ops": [b.to_dict() for b in p.banded_ops],
                 }
                 for p in self.partitions
             ],
