@@ -21,6 +21,7 @@ from executorch_espnn import pte
 from executorch_espnn.errors import LoweringError, PteError, StrictModeError, UnsupportedTargetError
 from executorch_espnn.partitioner import EspNNPartitioner
 from executorch_espnn.payload import DType, Opcode, Storage, Target, decode
+from executorch_espnn.payload_peak import band_rows, kernel_scratch
 from executorch_espnn.quantizer import EspNNQuantizer
 from executorch_espnn.reference import run_delegate
 
@@ -292,12 +293,16 @@ def test_target_selects_the_esp_nn_scratch_sizes() -> None:
     ex = (torch.randn(1, 3, 10, 10),)
     q = quantize_module(Net(), ex)
     sizes = {}
+    banded = {}
     for target in ("esp32s3", "esp32p4", "esp32", "generic"):
         p = lower(Net(), ex, converted=q, target=target).decoded()
         assert p.target == Target.parse(target)
         convs = [o for o in p.ops if o.opcode == Opcode.CONV2D]
-        sizes[target] = (convs[0].scratch_size, convs[1].scratch_size,
-                         _first(p, Opcode.DEPTHWISE_CONV2D).scratch_size, _first(p, Opcode.SOFTMAX).scratch_size)
+        dw = next(i for i, o in enumerate(p.ops) if o.opcode == Opcode.DEPTHWISE_CONV2D)
+        # the depthwise's whole-map rule; the payload may give it a band's instead (below)
+        sizes[target] = (convs[0].scratch_size, convs[1].scratch_size, kernel_scratch(p, dw),
+                         _first(p, Opcode.SOFTMAX).scratch_size)
+        banded[target] = (band_rows(p, dw), p.ops[dw].scratch_size)
     # hand-computed from what ESP-NN 1.2.3's S3 kernels write (esp_nn_conv_esp32s3.c,
     # esp_nn_depthwise_conv_s8_esp32s3.c):
     # 3x3 conv, 3 -> 8 channels: im2col path (row 9 < 16, window 27 >= 16, aligned 32):
@@ -306,6 +311,10 @@ def test_target_selects_the_esp_nn_scratch_sizes() -> None:
     # depthwise 3x3, 16 channels, pad 1: filter 144, its align gap 16, padded map 12*12*16
     # softmax over 10 classes: 4 bytes each
     assert sizes["esp32s3"] == (320, 128, 2464, 40)
+    # that 2,464 B would set the S3 arena's peak, so optimize="speed" runs the depthwise in
+    # bands of one output row: 3 padded rows of 12x16 (576), then the 3x3x16 filter copy (144)
+    assert banded["esp32s3"] == (1, 576 + 144)
+    assert all(banded[t] == (0, 0) for t in ("esp32p4", "esp32", "generic"))
     # P4 (esp_nn_conv_esp32p4.c): 3x3 padded with a window of 27 >= 16: im2col, filter sums
     # 8*4 then one window of 27 = 59; 1x1: filter sums only, 16*4 = 64; depthwise 0
     assert sizes["esp32p4"] == (59, 64, 0, 40)

@@ -371,10 +371,12 @@ def test_s3_libc_and_binary64_helpers_match_the_host(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("esp_nn", [False, True], ids=["host-espnn", "esp-nn-esp32s3"])
-def test_whole_stack_keyword_spotter_on_s3(esp_nn: bool) -> None:
+@pytest.mark.parametrize("name", ["ds_cnn", "gru_rows", "lstm_rows"])
+def test_whole_stack_on_s3(name: str, esp_nn: bool) -> None:
     """ExecuTorch's runtime + adapter + EspnnModel + memory policy + engine + kernels (the host
     twin, or ESP-NN's S3 SIMD kernels as its build selects them) on the emulated S3: the
-    keyword spotter's self-test bit-exact and every output byte equal to host.run's."""
+    examples' keyword spotter and the zoo's unrolled GRU and LSTM, each with its self-test
+    bit-exact and every output byte equal to host.run's."""
     import numpy as np
 
     from emulated import et_runtime, mcu_stack
@@ -386,13 +388,13 @@ def test_whole_stack_keyword_spotter_on_s3(esp_nn: bool) -> None:
         pytest.skip(rs.how_to_set())
     tree = et_runtime.prepare()
     st = mcu_stack.ESP32S3
-    p = mcu_stack.prepare_model(mcu_stack.load_model("ds_cnn", st), tree, 600, st)
+    p = mcu_stack.prepare_model(mcu_stack.load_model(name, st), tree, 600, st)
     assert p.sizes32.pointer_bytes == 4
     kernels = mcu_stack.kernel_variants(stack=st)[-1 if esp_nn else 0]
     run = mcu_stack.run_app(p, kernels, tree, timeout=900)
     outputs = [host.run(p.model.pte, list(c)) for c in p.model.cases]
     compared = sum(np.ascontiguousarray(y).nbytes for ys in outputs for y in ys)
-    assert run.verdict == (f"EMU VERDICT PASS target=esp32s3 model=ds_cnn kernels={kernels.name} "
+    assert run.verdict == (f"EMU VERDICT PASS target=esp32s3 model={name} kernels={kernels.name} "
                            f"cases={len(p.model.cases)} failed=0 compared_bytes={compared}"), \
         run.output[-4000:]
     assert run.returncode == 0
@@ -400,6 +402,6 @@ def test_whole_stack_keyword_spotter_on_s3(esp_nn: bool) -> None:
     assert run.selftest is not None and run.selftest.startswith(
         f"selftest: {n}/{n} bit-exact (worst 0 LSB)"), run.output
     assert re.search(r"^I \d+\.\d{6} executorch model_main\.cpp:\d+\] emulated esp32s3 firmware "
-                     r"for ds_cnn$", run.output, re.M), run.output
+                     rf"for {name}$", run.output, re.M), run.output
     insns = run.instructions()
     assert len(insns) == len(p.model.cases) and all(i > 0 for i in insns), run.output
