@@ -4,38 +4,21 @@ target can run as S3/P4 payloads in the engine tests."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from executorch_espnn.payload import decode, encode
 from executorch_espnn.payload.format import Opcode, Target
 from executorch_espnn.payload.model import OpRec, Payload
-from executorch_espnn.scratch import (
-    SOFTMAX_ESPNN_MAX_ROW,
-    ConvGeometry,
-    conv_scratch,
-    depthwise_scratch,
-    softmax_scratch,
-)
+from executorch_espnn.payload_peak import bandable_ops, kernel_scratch
+from executorch_espnn.scratch import depthwise_band_scratch
 
 
 def op_scratch(p: Payload, op: OpRec, target: Target) -> int:
-    """Scratch bytes op needs on ``target``, as executorch_espnn/ops lowers it."""
-    if op.opcode == Opcode.SOFTMAX:
-        row = p.tensors[op.inputs[0] or 0].dims[-1]
-        return softmax_scratch(target, row) if row <= SOFTMAX_ESPNN_MAX_ROW else 0
-    if op.opcode not in (Opcode.CONV2D, Opcode.DEPTHWISE_CONV2D):
-        return 0
-    pr = op.params
-    if pr["dilation_h"] != 1 or pr["dilation_w"] != 1:
-        return 0  # the engine's own kernel
-    x, out = p.tensors[op.inputs[0] or 0], p.tensors[op.output]
-    kh, kw = p.tensors[op.inputs[1] or 0].dims[1:3]
-    depthwise = op.opcode == Opcode.DEPTHWISE_CONV2D
-    if not depthwise and pr["groups"] != 1:
-        return 0
-    g = ConvGeometry(in_w=x.dims[2], in_h=x.dims[1], in_ch=x.dims[3], filter_w=kw, filter_h=kh,
-                     out_w=out.dims[2], out_h=out.dims[1], out_ch=out.dims[3], pad_w=pr["pad_left"],
-                     pad_h=pr["pad_top"], stride_w=pr["stride_w"], stride_h=pr["stride_h"],
-                     ch_mult=pr["ch_mult"] if depthwise else 1)
-    return depthwise_scratch(target, g) if depthwise else conv_scratch(target, g)
+    """Scratch bytes ``op`` (one of ``p.ops``) needs on ``target``, as executorch_espnn/ops
+    lowers it: the lowering's own rule (payload_peak.kernel_scratch), read as if ``p`` were
+    built for ``target`` (the golden payloads are generic), on a shallow copy so ``p`` keeps
+    its target.  An op equal to ``op`` has the same operands, so ``index`` finds its scratch."""
+    return kernel_scratch(replace(p, target=target), p.ops.index(op))
 
 
 def retarget(data: bytes, target: Target, short_by: int = 0) -> bytes:
@@ -56,18 +39,13 @@ def banded(data: bytes, rows: int, target: Target = Target.ESP32S3) -> tuple[byt
     ``rows`` output rows (fewer where its map has fewer; the speed lowering's choice where the
     whole-map scratch sets the peak, docs/engine.md "Depthwise bands"), every other op's as
     ``retarget`` sizes it; and how many ops were banded."""
-    from executorch_espnn.payload_peak import conv_geometry
-    from executorch_espnn.scratch import depthwise_band_scratch, depthwise_bandable
-
     p = decode(retarget(data, target))
     count = 0
-    for i, op in enumerate(p.ops):
-        g = conv_geometry(p, i)
-        if op.opcode == Opcode.DEPTHWISE_CONV2D and g is not None and depthwise_bandable(target, g):
-            band = depthwise_band_scratch(target, g, min(rows, g.out_h - 1))
-            if band < op.scratch_size:
-                op.scratch_size = band
-                count += 1
+    for i, g in bandable_ops(p):
+        band = depthwise_band_scratch(target, g, min(rows, g.out_h - 1))
+        if band < p.ops[i].scratch_size:
+            p.ops[i].scratch_size = band
+            count += 1
     return encode(p), count
 
 

@@ -23,14 +23,13 @@ becomes one row's 1,920 B.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .firmware.options import OPTIMIZE_CHOICES
 from .payload import Opcode, Payload
-from .payload_peak import band_rows, conv_geometry, kernel_scratch, live_bytes, partition_peak
-from .scratch import depthwise_band_rows, depthwise_band_scratch, depthwise_bandable
+from .payload_peak import band_rows, bandable_ops, kernel_scratch, live_bytes, partition_peak
+from .scratch import ConvGeometry, depthwise_band_rows, depthwise_band_scratch
 
 CHOOSABLE = (Opcode.CONV2D, Opcode.DEPTHWISE_CONV2D)
 
@@ -61,10 +60,13 @@ def ansi_ops(p: Payload) -> list[AnsiChoice]:
     """The ops of ``p`` that run on ESP-NN's ANSI kernel by choice: a CONV2D/DEPTHWISE_CONV2D
     whose scratch_size is 0 although the target's fast kernel takes scratch for its operands
     (what the engine reads the same way), each with the scratch optimize="speed" would give
-    it: the report's "bytes saved" is what the two plans differ by."""
+    it: the report's "bytes saved" is what the two plans differ by.  The speed plan is worked
+    out on copies of the op records alone: choose_bands changes nothing but scratch sizes, so
+    the tensors and the constants (megabytes for a large model) are shared with ``p``, which
+    is left as it was."""
     moved = [i for i, op in enumerate(p.ops) if op.opcode in CHOOSABLE and op.scratch_size == 0
              and kernel_scratch(p, i) > 0]
-    speed = copy.deepcopy(p)
+    speed = replace(p, ops=[replace(op) for op in p.ops])
     for i in moved:
         speed.ops[i].scratch_size = kernel_scratch(p, i)
     choose_bands(speed)  # what payload_builder does for optimize="speed"
@@ -107,20 +109,16 @@ def choose_bands(p: Payload) -> list[int]:
     the peak without any of their scratch: each gets the tallest band that fits beside its
     own live activations under that peak, at least one row (module docstring).  Returns the
     ops banded, in op order."""
-    whole: dict[int, int] = {}
-    for i, op in enumerate(p.ops):
-        geom = conv_geometry(p, i)
-        if op.opcode == Opcode.DEPTHWISE_CONV2D and op.scratch_size > 0 and geom is not None \
-                and depthwise_bandable(p.target, geom) and not band_rows(p, i):
-            whole[i] = op.scratch_size
+    whole: dict[int, tuple[int, ConvGeometry]] = {}
+    for i, geom in bandable_ops(p):
+        if p.ops[i].scratch_size > 0 and not band_rows(p, i):
+            whole[i] = (p.ops[i].scratch_size, geom)
     for i in whole:
         p.ops[i].scratch_size = 0  # the peak none of their scratch lifts
     floor = partition_peak(0, p).bytes
     live = live_bytes(p)
     chosen = []
-    for i, full in whole.items():
-        geom = conv_geometry(p, i)
-        assert geom is not None
+    for i, (full, geom) in whole.items():
         p.ops[i].scratch_size = full
         if live[i] + full <= floor:
             continue  # its scratch fits under the peak: the whole map at once

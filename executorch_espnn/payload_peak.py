@@ -23,6 +23,7 @@ from .scratch import (
     conv_scratch,
     depthwise_band_rows,
     depthwise_band_scratch,
+    depthwise_bandable,
     depthwise_scratch,
     softmax_scratch,
 )
@@ -38,26 +39,44 @@ def op_scratch(p: Payload, i: int) -> int:
     op = p.ops[i]
     if op.opcode in (Opcode.CONV2D, Opcode.DEPTHWISE_CONV2D) and op.scratch_size == 0:
         return 0
-    need = kernel_scratch(p, i)
-    rows = band_rows(p, i)
+    geom = conv_geometry(p, i)
+    rows = _band_rows(p, i, geom)
     if rows:
-        geom = conv_geometry(p, i)
-        assert geom is not None  # band_rows found one
+        assert geom is not None  # _band_rows found one
         return depthwise_band_scratch(p.target, geom, rows)
-    return need
+    return _kernel_scratch(p, i, geom)
 
 
 def band_rows(p: Payload, i: int) -> int:
     """Output rows per band op ``i`` runs with: a DEPTHWISE_CONV2D whose ``scratch_size`` is
     short of what its whole-map kernel touches but holds a band (what the engine reads the
     same way); 0 for every other op."""
+    return _band_rows(p, i, conv_geometry(p, i))
+
+
+def _band_rows(p: Payload, i: int, geom: ConvGeometry | None) -> int:
+    """``band_rows`` for op ``i`` given its ``conv_geometry``, so a caller that needs the
+    geometry as well reads the operands once."""
     op = p.ops[i]
-    if op.opcode != Opcode.DEPTHWISE_CONV2D or op.scratch_size == 0:
-        return 0
-    geom = conv_geometry(p, i)
-    if geom is None or op.scratch_size >= depthwise_scratch(p.target, geom):
+    if op.opcode != Opcode.DEPTHWISE_CONV2D or op.scratch_size == 0 or geom is None \
+            or op.scratch_size >= depthwise_scratch(p.target, geom):
         return 0
     return depthwise_band_rows(p.target, geom, op.scratch_size)
+
+
+def bandable_ops(p: Payload) -> list[tuple[int, ConvGeometry]]:
+    """The DEPTHWISE_CONV2D ops of ``p`` whose geometry the engine can run in bands on
+    ``p.target`` (``scratch.depthwise_bandable``), each with that geometry, in op order:
+    the one scan both the speed lowering's band choice (executorch_espnn.kernel_choice) and
+    the test payloads' banding (devkit/scratch_helpers.py) start from."""
+    out = []
+    for i, op in enumerate(p.ops):
+        if op.opcode != Opcode.DEPTHWISE_CONV2D:
+            continue
+        geom = conv_geometry(p, i)
+        if geom is not None and depthwise_bandable(p.target, geom):
+            out.append((i, geom))
+    return out
 
 
 def conv_geometry(p: Payload, i: int) -> ConvGeometry | None:
@@ -83,12 +102,16 @@ def conv_geometry(p: Payload, i: int) -> ConvGeometry | None:
 def kernel_scratch(p: Payload, i: int) -> int:
     """The scratch the target's ESP-NN kernel for op ``i`` takes for its operands (its fast
     kernel for a convolution, on the whole map, whatever the payload chose)."""
+    return _kernel_scratch(p, i, conv_geometry(p, i))
+
+
+def _kernel_scratch(p: Payload, i: int, geom: ConvGeometry | None) -> int:
+    """``kernel_scratch`` for op ``i`` given its ``conv_geometry`` (see ``_band_rows``)."""
     op = p.ops[i]
     if op.opcode == Opcode.SOFTMAX:
         x_id = op.inputs[0]
         assert x_id is not None
         return softmax_scratch(p.target, p.tensors[x_id].dims[-1])
-    geom = conv_geometry(p, i)
     if geom is None:
         return 0
     if op.opcode == Opcode.DEPTHWISE_CONV2D:
