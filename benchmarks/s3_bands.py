@@ -62,15 +62,16 @@ def layer_pairs(name: str, seed: int = 0) -> list[BandPair]:
     for part, data in enumerate(delegate_payloads(lm.pte)):
         p = decode(data)
         for b in lm.report.partitions[part].banded_ops:
-            one = decode(single_op_payload(p, b.op))
-            whole = decode(encode(one))
-            whole.ops[0].scratch_size = kernel_scratch(one, 0)
+            bands = single_op_payload(p, b.op)
+            whole = decode(bands)
+            band_scratch = whole.ops[0].scratch_size
+            whole.ops[0].scratch_size = kernel_scratch(whole, 0)
             plan_payload(whole)  # the arena grows to the whole map's scratch
-            xs = random_inputs(encode(one), seed + b.op)
+            xs = random_inputs(bands, seed + b.op)
             tag = f"{name}.p{part}.op{b.op}"
-            out.append(BandPair(name, b.op, f"{b.layer} {b.shape}", b.rows, one.ops[0].scratch_size,
+            out.append(BandPair(name, b.op, f"{b.layer} {b.shape}", b.rows, band_scratch,
                                 whole.ops[0].scratch_size,
-                                golden.make_case(f"{tag}.bands", encode(one), xs),
+                                golden.make_case(f"{tag}.bands", bands, xs),
                                 golden.make_case(f"{tag}.whole", encode(whole), xs)))
     return out
 
