@@ -8,8 +8,9 @@ bash "$root/scripts/debian_packages.sh"
 bash "$root/scripts/setup.sh"
 cd "$root"
 # --dist loadfile: a file's tests share one worker, so its module fixtures (the wheel's venv, a
-# built example, a sanitizer build) are made once, not once per worker
-workers=(-n "${ESPNN_TEST_WORKERS:-2}" --dist loadfile)
+# built example, a sanitizer build) are made once, not once per worker; --no-loadscope-reorder:
+# files go out in collection order, which tests/conftest.py starts with the longest ones
+workers=(-n "${ESPNN_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder)
 for arg in "$@"; do
   case "$arg" in -n|-n*|--numprocesses|--numprocesses=*|no:xdist) workers=() ;; esac
 done
