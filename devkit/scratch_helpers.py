@@ -8,17 +8,16 @@ from dataclasses import replace
 
 from executorch_espnn.payload import decode, encode
 from executorch_espnn.payload.format import Opcode, Target
-from executorch_espnn.payload.model import OpRec, Payload
+from executorch_espnn.payload.model import Payload
 from executorch_espnn.payload_peak import bandable_ops, kernel_scratch
 from executorch_espnn.scratch import depthwise_band_scratch
 
 
-def op_scratch(p: Payload, op: OpRec, target: Target) -> int:
-    """Scratch bytes ``op`` (one of ``p.ops``) needs on ``target``, as executorch_espnn/ops
-    lowers it: the lowering's own rule (payload_peak.kernel_scratch), read as if ``p`` were
-    built for ``target`` (the golden payloads are generic), on a shallow copy so ``p`` keeps
-    its target.  An op equal to ``op`` has the same operands, so ``index`` finds its scratch."""
-    return kernel_scratch(replace(p, target=target), p.ops.index(op))
+def op_scratch(p: Payload, i: int, target: Target) -> int:
+    """Scratch bytes op ``i`` needs on ``target``, as executorch_espnn/ops lowers it: the
+    lowering's own rule (payload_peak.kernel_scratch), read as if ``p`` were built for
+    ``target`` (the golden payloads are generic), on a shallow copy so ``p`` keeps its target."""
+    return kernel_scratch(replace(p, target=target), i)
 
 
 def retarget(data: bytes, target: Target, short_by: int = 0) -> bytes:
@@ -26,8 +25,8 @@ def retarget(data: bytes, target: Target, short_by: int = 0) -> bytes:
     0) gets a region of its own after the arena."""
     p = decode(data)
     p.target = target
-    for op in p.ops:
-        need = max(0, op_scratch(p, op, target) - short_by)
+    for i, op in enumerate(p.ops):
+        need = max(0, kernel_scratch(p, i) - short_by)
         op.scratch_offset, op.scratch_size = ((p.arena_size + 15) // 16 * 16, need) if need else (0, 0)
         if need:
             p.arena_size = op.scratch_offset + need

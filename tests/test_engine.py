@@ -457,7 +457,7 @@ def _for_chip(data: bytes, target: Target, scratch: int) -> bytes:
 def _s3_need(data: bytes) -> int:
     """The largest scratch an op of the payload needs on the S3 (the lowering's rule)."""
     p = decode(data)
-    return max(op_scratch(p, op, Target.ESP32S3) for op in p.ops)
+    return max(op_scratch(p, i, Target.ESP32S3) for i in range(len(p.ops)))
 
 
 def test_payload_short_of_esp_nn_scratch_is_refused() -> None:
