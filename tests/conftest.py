@@ -22,7 +22,7 @@ HEAVY_FIRST = (
     "test_wheel.py", "test_scratch_guard.py", "test_partitioner.py", "test_model_partition_pio.py",
     "test_host_runtime.py", "test_emulated.py", "test_platformio_examples.py", "test_platformio_model.py",
     "test_fuzz.py", "test_trained_digits.py", "test_models_prelu_seg_decoder.py", "test_benchmarks_smoke.py",
-    "test_esp32s3.py", "test_several_models.py", "test_int8_io.py", "test_arch_blocks.py",
+    "test_esp32s3.py", "test_several_models.py", "test_int8_io.py", "test_arch_blocks.py", "test_input_layout.py",
 )
 
 

@@ -314,3 +314,152 @@ def test_cli_names_its_flag(tmp_path: Path) -> None:
     argv = ["build", str(tmp_path / "m.py"), "--out", str(tmp_path / "o"), "--input-layout", "hwc"]
     assert cli.main(argv, io.StringIO(), err) == 1
     assert err.getvalue().startswith('error: --input-layout hwc: unknown input layout; use "nchw"')
+
+
+# --- the whole PlatformIO route, host board ---------------------------------------------------
+#
+# A camera-style app: RGB bytes in H, W, C order go straight into input<int8_t>(0) of a model
+# built with custom_executorch_input_layout = nhwc (and int8 I/O).  What it prints is checked
+# against the same .pte on ExecuTorch's Python runtime (byte for byte) and PyTorch's quantized
+# model (within 1 LSB); the build's self-test, which stores NHWC samples, must be bit-exact.
+
+RGB_MODEL = """
+import torch
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.conv2 = torch.nn.Conv2d(8, 16, 3, stride=2, padding=1)
+        self.fc = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        x = torch.relu(self.conv2(torch.relu(self.conv1(x))))
+        return self.fc(x.mean((2, 3)))
+
+
+def model():
+    torch.manual_seed(0)
+    return Net().eval()
+
+
+def example_inputs():
+    return (torch.zeros(1, 3, {size}, {size}),)
+
+
+def calibration_data():
+    g = torch.Generator().manual_seed(1)
+    return [(torch.rand(1, 3, {size}, {size}, generator=g) * 2 - 1,) for _ in range(8)]
+"""
+
+RGB_SIZE = 16
+
+# The camera's frame, H x W x 3 bytes, and the byte -> int8 table of the program's input (the
+# model sees byte b as b / 127.5 - 1, quantized as ExecuTorch's quantize_per_tensor rounds).
+RGB_SKETCH = """
+#include <Arduino.h>
+#include <executorch_espnn.h>
+#include <math.h>
+
+#include "model_pte.h"
+
+static const int kSize = %(size)d;
+EspnnModel model(model_pte);
+
+void setup() {
+    Serial.begin(115200);
+    if (!model.begin()) { Serial.println(model.error()); return; }
+    char line[192];
+    model.self_test(line, sizeof line);
+    Serial.println(line);
+    const espnn_pte_tensor_t &in = *model.input_info(0);
+    int8_t table[256];
+    const float inv = 1.0f / in.scale;
+    for (int b = 0; b < 256; ++b) {
+        const int32_t q = (int32_t)nearbyintf(((float)b / 127.5f - 1.0f) * inv) + in.zero_point;
+        table[b] = (int8_t)(q < -128 ? -128 : (q > 127 ? 127 : q));
+    }
+    int8_t *x = model.input<int8_t>(0);  // [1, H, W, 3]: the frame's own byte order
+    if (x == nullptr) { Serial.println(model.error()); return; }
+    for (int y = 0; y < kSize; ++y)
+        for (int c = 0; c < kSize; ++c)
+            for (int ch = 0; ch < 3; ++ch)
+                x[(y * kSize + c) * 3 + ch] = table[(y * 7 + c * 13 + ch * 50) %% 256];
+    if (!model.invoke()) { Serial.println(model.error()); return; }
+    const int8_t *out = model.output<int8_t>(0);
+    Serial.print("scores:");
+    for (int k = 0; k < 4; ++k) { Serial.print(' '); Serial.print((int)out[k]); }
+    Serial.println();
+}
+
+void loop() {}
+"""
+
+
+def _frame(size: int) -> np.ndarray:
+    """The sketch's frame as [1, H, W, 3] bytes."""
+    y, x, ch = np.meshgrid(np.arange(size), np.arange(size), np.arange(3), indexing="ij")
+    return ((y * 7 + x * 13 + ch * 50) % 256).astype(np.uint8)[None]
+
+
+def _quantize_bytes(frame: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
+    """The sketch's table, in float32 step by step as the C code computes it."""
+    f = frame.astype(np.float32) / np.float32(127.5) - np.float32(1.0)
+    q = np.rint(f * (np.float32(1.0) / np.float32(scale))).astype(np.int32) + zero_point
+    return np.clip(q, -128, 127).astype(np.int8)
+
+
+@pytest.mark.slow
+def test_platformio_host_build_takes_camera_bytes_in_nhwc(tmp_path: Path) -> None:
+    import json
+    import re
+
+    from devkit import pio_helpers as h
+    from executorch_espnn.modelfile import load_model_file
+
+    core = tmp_path / "core"
+    h.seed_core(core)
+    proj = h.write_project(
+        tmp_path / "p",
+        f"""
+        [env:host]
+        platform = {h.platform_spec()}
+        board = host
+        framework = arduino
+        custom_executorch_model = model.py
+        custom_executorch_input_layout = nhwc
+        custom_executorch_io = int8
+        custom_executorch_selftest = 2
+        """,
+        {"src/main.cpp": RGB_SKETCH % {"size": RGB_SIZE}, "model.py": RGB_MODEL.format(size=RGB_SIZE)},
+    )
+    r = h.pio(core, proj, "run", "-e", "host", "-t", "exec", timeout=1200).check()
+    out = proj / ".pio" / "build" / "host" / "executorch"
+    info = json.loads((out / "model_info.json").read_text())
+    (inp,) = info["pte"]["inputs"]
+    assert inp["dtype_name"] == "int8" and inp["dims"] == [1, RGB_SIZE, RGB_SIZE, 3]
+    header = (out / "espnn_model" / "model_pte.h").read_text()
+    assert f"int8 [1, {RGB_SIZE}, {RGB_SIZE}, 3], layout NHWC" in header
+    assert "the delegate reads it in the program's storage (no copy)" in header
+    assert '#define ESPNN_MODEL_INPUT0_LAYOUT "NHWC"' in header
+    assert re.search(r"^selftest: 2/2 bit-exact", r.stdout, re.M), r.stdout[-2000:]
+    printed = np.array([int(v) for v in re.findall(r"^scores:(.*)$", r.stdout, re.M)[0].split()])
+
+    # the build's .pte, lowered again here the way the build did (host board: esp32s3)
+    src = load_model_file(proj / "model.py")
+    low = ee.lower(src.model, src.example_inputs, src.calibration, target="esp32s3", io="int8",
+                   input_layout="nhwc")
+    pte = (out / "model.pte").read_bytes()
+    assert low.pte == pte, "the build's lowering is not reproducible"
+    q = _quantize_bytes(_frame(RGB_SIZE), inp["scale"], inp["zero_point"])
+    np.testing.assert_array_equal(printed, host.run(pte, [q])[0].reshape(-1))
+    # PyTorch's quantized model of the NCHW model, fed the same values transposed
+    (o,) = info["pte"]["outputs"]
+    x = torch.from_numpy(((q.astype(np.float32) - inp["zero_point"]) * np.float32(inp["scale"]))
+                         .transpose(0, 3, 1, 2).copy())
+    nchw = ee.lower(src.model, src.example_inputs, src.calibration, target="esp32s3")
+    with torch.no_grad():
+        want = nchw.quantized_program.module()(x).numpy().reshape(-1)
+    got = (printed - o["zero_point"]) * o["scale"]
+    assert np.max(np.abs(got - want)) <= o["scale"] * 1.0001, (got, want)
