@@ -1,7 +1,9 @@
 """timm's own EfficientViT-B0 (issue 25), not the hand-written block of tests/arch_blocks.py:
 one partition, nothing on the CPU, and on the example input (one of the calibration batches) every
-logit within 1 LSB of convert_pt2e.  Random weights: on three unseen random inputs only 86.4 % of
-the 1000 logits are within 1 LSB (worst 5 LSB; measured Dec 2026, open: not asserted here).
+logit within 1 LSB of convert_pt2e.  Random weights: on unseen random inputs only 61-87 % of the
+1000 logits are within 1 LSB (worst 3-6 LSB), which is the random-weight net's chaos, not a
+mismatch: per layer in place every op is within 1 LSB of convert_pt2e and the forced run is exact
+(docs/operators.md, EfficientViT-B0), so only the example input is asserted here.
 
 Optional: timm is no dependency of the project (CI has none; the test skips).  To run it, a side
 venv that keeps the project's torch 2.13.0 (never let pip touch torch):
