@@ -60,7 +60,7 @@ class SharedProjection(nn.Module):
         return torch.softmax(s, dim=-1) @ v
 
 
-def _matmul_zero_points(low: Lowered) -> list[tuple[int, int]]:
+def matmul_zero_points(low: Lowered) -> list[tuple[int, int]]:
     """convert_pt2e's (a, b) zero points of each matmul: those of the dequantizes it reads."""
     out = []
     for n in low.converted.graph.nodes:
@@ -74,7 +74,7 @@ def _matmul_zero_points(low: Lowered) -> list[tuple[int, int]]:
     return out
 
 
-def _offsets(low: Lowered) -> list[tuple[int, int]]:
+def matmul_offsets(low: Lowered) -> list[tuple[int, int]]:
     return [(op.params["a_offset"], op.params["b_offset"]) for op in low.decoded().ops
             if op.opcode == Opcode.BATCH_MATMUL]
 
@@ -86,8 +86,8 @@ def _lower(m: nn.Module, *shape: int) -> Lowered:
 
 def test_b_read_only_by_the_matmul_is_symmetric_in_pt2e_and_the_payload() -> None:
     low = _lower(TwoProjections(), 1, 20, 64)
-    assert _matmul_zero_points(low) == [(0, 0)]
-    assert _offsets(low) == [(0, 0)]
+    assert matmul_zero_points(low) == [(0, 0)]
+    assert matmul_offsets(low) == [(0, 0)]
     assert Opcode.LUT not in {op.opcode for op in low.decoded().ops}  # no requantisation
     check_numerics(low)
 
@@ -95,9 +95,9 @@ def test_b_read_only_by_the_matmul_is_symmetric_in_pt2e_and_the_payload() -> Non
 def test_q_and_k_of_one_projection_are_symmetric_as_one_class() -> None:
     low = _lower(SharedProjection(shared_v=False), 1, 24, 64)
     assert len(low.payloads) == 1 and not low.cpu()
-    (qk, (pv_a, _)) = _matmul_zero_points(low)
+    (qk, (pv_a, _)) = matmul_zero_points(low)
     assert qk == (0, 0) and pv_a == -128  # p @ v: softmax's fixed zero point
-    assert _offsets(low)[0] == (0, 0)
+    assert matmul_offsets(low)[0] == (0, 0)
     assert Opcode.LUT not in {op.opcode for op in low.decoded().ops}  # no requantisation
     check_numerics(low)
 
@@ -106,14 +106,14 @@ def test_v_read_by_p_at_v_keeps_the_packed_projection_affine() -> None:
     """p @ v's a (softmax) keeps its zero point: a symmetric v would put p @ v on the s8 path
     with an input offset, slower than its s16 one, so q, k and v (one class) stay affine."""
     low = _lower(SharedProjection(shift=3.0), 1, 24, 64)
-    (qk, pv) = _matmul_zero_points(low)
+    (qk, pv) = matmul_zero_points(low)
     assert qk[0] == qk[1] == pv[1] < -32  # skewed by + 3: affine
     check_numerics(low)
 
 
 def test_a_class_another_operator_reads_keeps_both_operands_affine() -> None:
     low = _lower(SharedProjection(shift=3.0, shared_v=False, mean_reader=True), 1, 24, 64)
-    (qk, _) = _matmul_zero_points(low)
+    (qk, _) = matmul_zero_points(low)
     assert qk[0] == qk[1] < -32  # k.mean reads the projection (skewed by + 3): affine kept
     assert len(low.payloads) == 1 and not low.cpu()
     check_numerics(low)
@@ -121,16 +121,16 @@ def test_a_class_another_operator_reads_keeps_both_operands_affine() -> None:
 
 def test_non_negative_b_keeps_both_operands_affine() -> None:
     low = _lower(TwoProjections(relu_b=True, shift=1.0), 1, 20, 64)
-    ((_, zp),) = _matmul_zero_points(low)
+    ((_, zp),) = matmul_zero_points(low)
     assert zp == -128  # ReLU's output: the full range of codes for [0, max]
-    ((a_off, b_off),) = _offsets(low)
-    assert (a_off, b_off) == (-_matmul_zero_points(low)[0][0], 128)
+    ((a_off, b_off),) = matmul_offsets(low)
+    assert (a_off, b_off) == (-matmul_zero_points(low)[0][0], 128)
     check_numerics(low)
 
 
 def test_short_reduction_keeps_both_operands_affine() -> None:
     """K = 32 < 64: the s8 path would be slower than the s16 one."""
     low = _lower(TwoProjections(d=32, shift=2.0), 1, 20, 32)
-    ((_, zp),) = _matmul_zero_points(low)
+    ((_, zp),) = matmul_zero_points(low)
     assert zp < -32  # skewed by + 2: affine
     check_numerics(low)
