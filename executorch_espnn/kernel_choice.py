@@ -28,7 +28,15 @@ from dataclasses import dataclass, replace
 
 from .firmware.options import OPTIMIZE_CHOICES
 from .payload import Opcode, Payload
-from .payload_peak import band_rows, bandable_ops, kernel_scratch, live_bytes, partition_peak
+from .payload_peak import (
+    band_rows_for,
+    bandable_ops,
+    conv_geometry,
+    kernel_scratch,
+    kernel_scratch_for,
+    live_bytes,
+    partition_peak,
+)
 from .scratch import ConvGeometry, depthwise_band_rows, depthwise_band_scratch
 
 CHOOSABLE = (Opcode.CONV2D, Opcode.DEPTHWISE_CONV2D)
@@ -98,9 +106,10 @@ def banded_ops(p: Payload) -> list[BandChoice]:
     """The ops of ``p`` the engine runs in bands (what it reads from their scratch_size)."""
     out = []
     for i in range(len(p.ops)):
-        rows = band_rows(p, i)
+        geom = conv_geometry(p, i)  # read once for both the band rule and the whole-map figure
+        rows = band_rows_for(p, i, geom)
         if rows:
-            out.append(BandChoice(i, rows, kernel_scratch(p, i) - p.ops[i].scratch_size))
+            out.append(BandChoice(i, rows, kernel_scratch_for(p, i, geom) - p.ops[i].scratch_size))
     return out
 
 
@@ -111,7 +120,7 @@ def choose_bands(p: Payload) -> list[int]:
     ops banded, in op order."""
     whole: dict[int, tuple[int, ConvGeometry]] = {}
     for i, geom in bandable_ops(p):
-        if p.ops[i].scratch_size > 0 and not band_rows(p, i):
+        if p.ops[i].scratch_size > 0 and not band_rows_for(p, i, geom):
             whole[i] = (p.ops[i].scratch_size, geom)
     for i in whole:
         p.ops[i].scratch_size = 0  # the peak none of their scratch lifts

@@ -40,26 +40,33 @@ def op_scratch(p: Payload, i: int) -> int:
     if op.opcode in (Opcode.CONV2D, Opcode.DEPTHWISE_CONV2D) and op.scratch_size == 0:
         return 0
     geom = conv_geometry(p, i)
-    rows = _band_rows(p, i, geom)
+    # the whole-map figure is both the answer when the op is not banded and what band_rows_for
+    # compares scratch_size with: work it out once (this runs per op per peak walk)
+    whole = kernel_scratch_for(p, i, geom)
+    rows = band_rows_for(p, i, geom, whole)
     if rows:
-        assert geom is not None  # _band_rows found one
+        assert geom is not None  # band_rows_for found one
         return depthwise_band_scratch(p.target, geom, rows)
-    return _kernel_scratch(p, i, geom)
+    return whole
 
 
 def band_rows(p: Payload, i: int) -> int:
     """Output rows per band op ``i`` runs with: a DEPTHWISE_CONV2D whose ``scratch_size`` is
     short of what its whole-map kernel touches but holds a band (what the engine reads the
     same way); 0 for every other op."""
-    return _band_rows(p, i, conv_geometry(p, i))
+    return band_rows_for(p, i, conv_geometry(p, i))
 
 
-def _band_rows(p: Payload, i: int, geom: ConvGeometry | None) -> int:
-    """``band_rows`` for op ``i`` given its ``conv_geometry``, so a caller that needs the
-    geometry as well reads the operands once."""
+def band_rows_for(p: Payload, i: int, geom: ConvGeometry | None, whole: int | None = None) -> int:
+    """``band_rows`` for op ``i`` given its ``conv_geometry`` ``geom``, for a caller that has
+    read it already; ``whole`` is the op's ``kernel_scratch_for`` if the caller has that too
+    (else it is worked out here, and only for an op that could run in bands)."""
     op = p.ops[i]
-    if op.opcode != Opcode.DEPTHWISE_CONV2D or op.scratch_size == 0 or geom is None \
-            or op.scratch_size >= depthwise_scratch(p.target, geom):
+    if op.opcode != Opcode.DEPTHWISE_CONV2D or op.scratch_size == 0 or geom is None:
+        return 0
+    if whole is None:
+        whole = kernel_scratch_for(p, i, geom)
+    if op.scratch_size >= whole:
         return 0
     return depthwise_band_rows(p.target, geom, op.scratch_size)
 
@@ -102,11 +109,12 @@ def conv_geometry(p: Payload, i: int) -> ConvGeometry | None:
 def kernel_scratch(p: Payload, i: int) -> int:
     """The scratch the target's ESP-NN kernel for op ``i`` takes for its operands (its fast
     kernel for a convolution, on the whole map, whatever the payload chose)."""
-    return _kernel_scratch(p, i, conv_geometry(p, i))
+    return kernel_scratch_for(p, i, conv_geometry(p, i))
 
 
-def _kernel_scratch(p: Payload, i: int, geom: ConvGeometry | None) -> int:
-    """``kernel_scratch`` for op ``i`` given its ``conv_geometry`` (see ``_band_rows``)."""
+def kernel_scratch_for(p: Payload, i: int, geom: ConvGeometry | None) -> int:
+    """``kernel_scratch`` for op ``i`` given its ``conv_geometry`` ``geom``, for a caller that
+    has read it already (see ``band_rows_for``)."""
     op = p.ops[i]
     if op.opcode == Opcode.SOFTMAX:
         x_id = op.inputs[0]
