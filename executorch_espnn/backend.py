@@ -28,11 +28,9 @@ from .ops import build_registry
 from .payload import PayloadError, Target
 from .payload.format import MAX_IO, MAX_OPS, MAX_TENSORS
 from .payload_builder import BuildResult, Limits
+from .pte import SPEC_OPTIONS, SPEC_TARGET
 from .units import build_payload
 from .unsupported import Unsupported
-
-SPEC_TARGET = "target"
-SPEC_OPTIONS = "options"
 
 TARGET_ALIASES = {"host": Target.GENERIC, "generic": Target.GENERIC}
 
@@ -71,6 +69,10 @@ class LoweringOptions:
     # "speed" or "ram": RAM-first kernels where a fast kernel's scratch sets the arena's peak
     # (executorch_espnn.kernel_choice)
     optimize: str = "speed"
+    # the program inputs lower(..., input_layout="nhwc") takes channels-last: preprocess reads
+    # nothing of it; it rides in the .pte's compile spec so a reader of a ready .pte
+    # (executorch_espnn.pte.ProgramInfo.nhwc_inputs: its report, model_pte.h) knows the layout
+    nhwc_inputs: tuple[int, ...] = ()
 
     @classmethod
     def from_dict(cls, options: dict[str, Any]) -> LoweringOptions:
@@ -81,13 +83,20 @@ class LoweringOptions:
                 f"unknown EspNNPartitioner option(s) {unknown}; known options: {sorted(known)}"
             )
         bounds = {"max_tensors": MAX_TENSORS, "max_ops": MAX_OPS, "max_io": MAX_IO}
+        values = dict(options)  # (JSON gives nhwc_inputs as a list: the field is a tuple)
         for k, v in options.items():
             if k == "optimize":
                 check_optimize(v)
                 continue
+            if k == "nhwc_inputs":
+                if not isinstance(v, (list, tuple)) or not all(
+                        isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in v):
+                    raise LoweringError(f"option nhwc_inputs={v!r} must be a list of program input indices (ints >= 0)")
+                values[k] = tuple(v)
+                continue
             if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= bounds[k]:
                 raise LoweringError(f"option {k}={v!r} must be an integer in 1..{bounds[k]}")
-        return cls(**options)
+        return cls(**values)
 
     @property
     def limits(self) -> Limits:

@@ -211,20 +211,23 @@ def _build(args: argparse.Namespace, out: TextIO) -> int:
             "optimize", args.optimize, f"{args.model.name} is an already lowered .pte, whose kernels are fixed",
             "pass the .py or .pt2 model to lower it with --optimize ram",
         )
-    if src.kind == "pte" and input_layout != "nchw":
-        from .errors import OptionValueError
-
-        raise OptionValueError(
-            "input_layout", args.input_layout,
-            f"{args.model.name} is an already lowered .pte, whose input layout is fixed",
-            "pass the .py or .pt2 model to lower it with --input-layout nhwc",
-        )
     if src.kind == "pte":
         from .report import build_report
 
         assert src.pte is not None
         say("[1/1] report of a ready .pte (no lowering)")
         report = build_report(src.pte, target=target if args.target else None)
+        if input_layout != "nchw" and not any(t.layout == "NHWC" for t in report.inputs):
+            from .errors import OptionValueError
+
+            # a .pte lowered channels-last records it (ProgramInfo.nhwc_inputs), so asking for
+            # the layout it has changes nothing; another cannot be had without lowering again
+            raise OptionValueError(
+                "input_layout", args.input_layout,
+                f"{args.model.name} is an already lowered .pte that takes its inputs NCHW (it records no "
+                "channels-last input), and a .pte's input layout is fixed",
+                "pass the .py or .pt2 model to lower it with --input-layout nhwc",
+            )
         if args.target:
             wrong = [p for p in report.partitions if p.target not in (target, "generic")]
             if wrong:

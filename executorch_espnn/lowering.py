@@ -235,7 +235,7 @@ def lower(
     qep, calibrated = _quantize_stage(stages, model, ep, example_inputs, calibration, quantizer,
                                       already_quantized)
     partitioner, edge = _partition_stage(stages, qep, tgt, strict, int8_io=io_kind == "int8",
-                                         optimize=optimize)
+                                         optimize=optimize, nhwc_inputs=nhwc_inputs)
     table = None
     if profile:  # (before to_executorch(), whose passes rewrite the graph in place)
         from .profile_table import build_table
@@ -269,7 +269,6 @@ def lower(
         timings=timings.as_dict(),
         accuracy=accuracy,
         profile=None if table is None else table.to_dict(),
-        nhwc_inputs=nhwc_inputs,
     )
     st = None
     if selftest_io is not None:
@@ -402,16 +401,17 @@ def _quantize_stage(
 
 def _partition_stage(
     stages: _Stages, qep: ExportedProgram, target: str, strict: bool, *, int8_io: bool,
-    optimize: str = "speed",
+    optimize: str = "speed", nhwc_inputs: Sequence[int] = (),
 ) -> tuple[EspNNPartitioner, EdgeProgramManager]:
-    """3. The edge program with the ESP-NN delegates, and the partitioner's decisions."""
+    """3. The edge program with the ESP-NN delegates, and the partitioner's decisions.
+    ``nhwc_inputs`` rides in the delegates' compile spec: the .pte records its layout."""
     from executorch.exir import to_edge_transform_and_lower
 
     from .backend import EspNNDelegateBackend  # noqa: F401  (registers the backend by class name)
     from .partitioner import EspNNPartitioner
 
     partitioner = EspNNPartitioner(target=target, allow_cpu_fallback=not strict, int8_io=int8_io,
-                                   optimize=optimize)
+                                   optimize=optimize, nhwc_inputs=tuple(nhwc_inputs))
     with stages.run(3, "partition", f" for {target}"):
         try:
             edge = to_edge_transform_and_lower(qep, partitioner=[partitioner])

@@ -9,12 +9,16 @@ description to the header's fields).  Every problem is a :class:`PteError` namin
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import PteError
 
 BACKEND_ID = "EspNNDelegateBackend"
+# the compile specs our delegates carry in the program (executorch_espnn.backend writes them)
+SPEC_TARGET = "target"
+SPEC_OPTIONS = "options"
 
 _HINT = "pass a .pte written by ExecuTorch's to_executorch()"
 _QUANTIZE = "quantized_decomposed::quantize_per_tensor"
@@ -119,6 +123,9 @@ class ProgramInfo:
     # value index -> bytes of each memory-planned tensor (the program's inputs and outputs, the
     # CPU operators' tensors, the delegates' arguments)
     planned_values: dict[int, int] = field(default_factory=dict)
+    # program inputs a channels-last lowering takes as [N, H, W, C] (lower(...,
+    # input_layout="nhwc")), as its delegates' options record them
+    nhwc_inputs: tuple[int, ...] = ()
 
     @property
     def used_backends(self) -> tuple[str, ...]:
@@ -288,12 +295,14 @@ def read_program(pte: bytes, method: str | None = "forward") -> ProgramInfo:
     def decl(index: int) -> TensorDecl | None:
         return _tensor_decl(plan.values[_checked_index(index, len(plan.values), "a program input or output", wanted)].val)
 
+    inputs = tuple(decl(i) for i in plan.inputs)
+
     return ProgramInfo(
         method=wanted,
         methods=names,
         input_values=tuple(plan.inputs),
         output_values=tuple(plan.outputs),
-        inputs=tuple(decl(i) for i in plan.inputs),
+        inputs=inputs,
         outputs=tuple(decl(i) for i in plan.outputs),
         backends=backends,
         payloads=payloads,
@@ -304,4 +313,38 @@ def read_program(pte: bytes, method: str | None = "forward") -> ProgramInfo:
         # entry 0 is reserved by ExecuTorch; the rest are the planned buffers
         planned_buffers=tuple(int(b) for b in plan.non_const_buffer_sizes[1:]),
         planned_values=planned_values,
+        nhwc_inputs=_nhwc_inputs(plan, inputs, wanted),
     )
+
+
+def _nhwc_inputs(plan: Any, inputs: tuple[TensorDecl | None, ...], method: str) -> tuple[int, ...]:
+    """The channels-last program inputs our delegates' ``options`` spec names (one list, the
+    same in every delegate of a lowering); () for a program lowered NCHW, with no delegate of
+    ours, or from a release before the list was recorded (their 4-D inputs then read NCHW).
+    A list that is not JSON, differs between delegates or names an input that is not 4-D is
+    a PteError: the bytes are not what lower() writes."""
+    seen: set[tuple[int, ...]] = set()
+    for d in plan.delegates or []:
+        if d.id != BACKEND_ID:
+            continue
+        for spec in d.compile_specs or []:
+            if spec.key != SPEC_OPTIONS:
+                continue
+            try:
+                options = json.loads(bytes(spec.value).decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise PteError(f"{method}: delegate {d.id!r}'s options compile spec is not JSON ({exc}); {_HINT}") from None
+            listed = options.get("nhwc_inputs", []) if isinstance(options, dict) else None
+            if not isinstance(listed, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in listed):
+                raise PteError(f"{method}: delegate {d.id!r}'s nhwc_inputs option {listed!r} is not a list of "
+                               f"input indices; {_HINT}")
+            seen.add(tuple(listed))
+    if len(seen) > 1:
+        raise PteError(f"{method}: its delegates name different channels-last inputs {sorted(seen)}; {_HINT}")
+    found = next(iter(seen), ())
+    for i in found:
+        named = inputs[i] if 0 <= i < len(inputs) else None
+        if named is None or len(named.sizes) != 4:
+            raise PteError(f"{method}: its delegates name input {i} channels-last, but it has no 4-D input {i}; "
+                           f"{_HINT}")
+    return found

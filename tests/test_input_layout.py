@@ -131,6 +131,110 @@ def test_the_report_gives_the_nhwc_shape_and_layout(conv_pair: tuple[ee.LoweredM
     assert nhwc.report.to_dict()["inputs"][0]["layout"] == "NHWC"
 
 
+def test_a_ready_pte_records_which_inputs_are_channels_last(
+        conv_pair: tuple[ee.LoweredModel, ee.LoweredModel]) -> None:
+    """The delegates' options compile spec carries the list, so the report of the .pte alone
+    (a ready .pte in a build, ``executorch-espnn inspect``) and model_pte.h's description say
+    NHWC; the NCHW lowering records none."""
+    from executorch_espnn.firmware import pte_meta
+    from executorch_espnn.pte import read_program
+    from executorch_espnn.report import build_report
+
+    nhwc, nchw = conv_pair
+    assert read_program(nhwc.pte).nhwc_inputs == (0,) and read_program(nchw.pte).nhwc_inputs == ()
+    ready, ref = build_report(nhwc.pte).inputs[0], build_report(nchw.pte).inputs[0]
+    assert (ready.shape, ready.layout) == ((1, 8, 8, 3), "NHWC")
+    assert (ref.shape, ref.layout) == ((1, 3, 8, 8), "NCHW")
+    assert [t.layout for t in pte_meta.read(nhwc.pte).inputs] == ["NHWC"]
+    assert [t.layout for t in pte_meta.read(nchw.pte).inputs] == ["NCHW"]
+    assert not any("recorded" in w for w in nhwc.report.warnings)
+
+
+def test_a_ready_pte_takes_the_layout_it_records_and_refuses_another(
+        conv_pair: tuple[ee.LoweredModel, ee.LoweredModel], tmp_path: Path) -> None:
+    import io
+    import json
+
+    from executorch_espnn import cli
+
+    nhwc, nchw = conv_pair
+    argv = ["build", "--input-layout", "nhwc"]
+    for name, low in (("nhwc.pte", nhwc), ("nchw.pte", nchw)):
+        low.save(tmp_path / name)
+    err = io.StringIO()
+    assert cli.main([*argv, str(tmp_path / "nhwc.pte"), "--out", str(tmp_path / "a")], io.StringIO(), err) == 0, \
+        err.getvalue()
+    report = json.loads((tmp_path / "a" / "report.json").read_text())
+    assert report["inputs"][0]["layout"] == "NHWC"
+    err = io.StringIO()
+    assert cli.main([*argv, str(tmp_path / "nchw.pte"), "--out", str(tmp_path / "b")], io.StringIO(), err) == 1
+    assert err.getvalue().startswith("error: --input-layout nhwc: nchw.pte is an already lowered .pte that takes "
+                                     "its inputs NCHW (it records no channels-last input)")
+    assert "lower it with --input-layout nhwc" in err.getvalue()
+
+
+def _plan(*options: bytes, shapes: tuple[tuple[int, ...], ...] = ((1, 8, 8, 3),)) -> tuple[Any, Any]:
+    """A method's delegates, each with one options compile spec, and its inputs' declarations:
+    the two things the reader of the recorded layout looks at."""
+    from types import SimpleNamespace
+
+    from executorch.exir.backend.compile_spec_schema import CompileSpec
+
+    from executorch_espnn.pte import BACKEND_ID, SPEC_OPTIONS, TensorDecl
+
+    plan = SimpleNamespace(delegates=[SimpleNamespace(id=BACKEND_ID, compile_specs=[CompileSpec(SPEC_OPTIONS, o)])
+                                      for o in options])
+    return plan, tuple(TensorDecl("int8", s, tuple(range(len(s)))) for s in shapes)
+
+
+@pytest.mark.parametrize(("options", "shapes", "match"), [
+    ((b"{not json",), ((1, 8, 8, 3),), "options compile spec is not JSON"),
+    ((b'{"nhwc_inputs": "0"}',), ((1, 8, 8, 3),), "nhwc_inputs option '0' is not a list of input indices"),
+    ((b'{"nhwc_inputs": [0]}', b'{"nhwc_inputs": []}'), ((1, 8, 8, 3),), "different channels-last inputs"),
+    ((b'{"nhwc_inputs": [1]}',), ((1, 8, 8, 3),), "delegates name input 1 channels-last, but it has no 4-D input 1"),
+    ((b'{"nhwc_inputs": [0]}',), ((1, 64),), "delegates name input 0 channels-last, but it has no 4-D input 0"),
+])
+def test_a_recorded_layout_that_lower_cannot_have_written_is_a_clear_error(
+        options: tuple[bytes, ...], shapes: tuple[tuple[int, ...], ...], match: str) -> None:
+    from executorch_espnn.errors import PteError
+    from executorch_espnn.pte import _nhwc_inputs
+
+    plan, inputs = _plan(*options, shapes=shapes)
+    with pytest.raises(PteError, match=match) as e:
+        _nhwc_inputs(plan, inputs, "forward")
+    assert str(e.value).startswith("forward: ") and "to_executorch()" in str(e.value)
+
+
+def test_a_pte_from_before_the_record_reads_nchw() -> None:
+    from executorch_espnn.pte import _nhwc_inputs
+
+    plan, inputs = _plan(b'{"max_io": 32, "max_ops": 255, "max_tensors": 255, "optimize": "speed"}')
+    assert _nhwc_inputs(plan, inputs, "forward") == ()
+
+
+class CumsumNet(nn.Module):
+    """Nothing ESP-NN runs."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.cumsum(1)
+
+
+def test_a_channels_last_program_with_no_delegate_warns_that_nothing_records_it() -> None:
+    """lower() delegates at least the boundary quantize of such a model, so a program with no
+    delegate of ours comes from ExecuTorch alone; its report, told the layout, says it is lost."""
+    from executorch.exir import to_edge
+
+    from executorch_espnn.report import build_report
+    from executorch_espnn.report.analysis import UNRECORDED_LAYOUT_WARNING
+
+    pte = to_edge(torch.export.export(CumsumNet().eval(), (torch.zeros(1, 8, 8, 3),))).to_executorch().buffer
+    told = build_report(pte, nhwc_inputs=[0])
+    assert told.inputs[0].layout == "NHWC" and UNRECORDED_LAYOUT_WARNING in told.warnings
+    assert UNRECORDED_LAYOUT_WARNING.startswith('input_layout="nhwc" is recorded in the ESP-NN delegates')
+    ready = build_report(pte)
+    assert ready.inputs[0].layout != "NHWC" and UNRECORDED_LAYOUT_WARNING not in ready.warnings
+
+
 def test_one_channel_changes_no_byte() -> None:
     """C == 1: NCHW and NHWC bytes are the same; the program's shape still reads [N, H, W, 1]."""
     shape = (1, 1, 8, 8)

@@ -336,6 +336,8 @@ def test_options_reach_preprocess_through_compile_specs() -> None:
         ({"fast": True}, LoweringError, "unknown EspNNPartitioner option"),
         ({"max_ops": 0}, LoweringError, "max_ops=0"),
         ({"max_io": 33}, LoweringError, "1..32"),
+        ({"nhwc_inputs": [-1]}, LoweringError, "nhwc_inputs"),
+        ({"nhwc_inputs": "0"}, LoweringError, "nhwc_inputs"),
     ],
 )
 def test_bad_partitioner_arguments(kwargs: dict[str, Any], error: type[Exception], match: str) -> None:

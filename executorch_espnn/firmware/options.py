@@ -375,7 +375,7 @@ def _parse_one(
 def _choice_option(get: Callable[[str], str | None], kind: str, option: str, choices: tuple[str, ...],
                    uses: tuple[str, str], fixed: str) -> str:
     """A two-choice option whose first choice is the default: ``uses`` says what each choice
-    does, ``fixed`` what a ready .pte has fixed (which only the default then leaves alone)."""
+    does, ``fixed`` what a ready .pte has fixed, as a clause (which only the default then leaves alone)."""
     raw = (get(option) or "").strip()
     value = raw.lower() or choices[0]
     if value not in choices:
@@ -385,7 +385,7 @@ def _choice_option(get: Callable[[str], str | None], kind: str, option: str, cho
         )
     if value != choices[0] and kind == "pte":
         raise OptionError(
-            f"{option} = {raw}: a ready .pte's {fixed} fixed; point {MODEL} at the .py/.pt2 model or "
+            f"{option} = {raw}: a ready .pte's {fixed}; point {MODEL} at the .py/.pt2 model or "
             f"remove {option}"
         )
     return value
@@ -396,7 +396,7 @@ def _optimize_option(get: Callable[[str], str | None], kind: str) -> str:
     return _choice_option(get, kind, OPTIMIZE, OPTIMIZE_CHOICES, (
         "the chip's fastest ESP-NN kernels, the default",
         "ESP-NN's ANSI kernel wherever a fast kernel's scratch sets the arena's peak: less RAM, "
-        "slower layers"), "kernels are")
+        "slower layers"), "kernels are fixed")
 
 
 def _input_layout_option(get: Callable[[str], str | None], kind: str) -> str:
@@ -404,7 +404,9 @@ def _input_layout_option(get: Callable[[str], str | None], kind: str) -> str:
     return _choice_option(get, kind, INPUT_LAYOUT, INPUT_LAYOUT_CHOICES, (
         "4-D inputs as the model takes them, [N, C, H, W], the default",
         "channels-last [N, H, W, C] inputs, e.g. camera RGB bytes, read by the first convolution "
-        "with no transposing copy"), "input layout is")
+        "with no transposing copy"),
+        "input layout is fixed (one lowered with nhwc records it, and its model_pte.h says NHWC "
+        "without this option)")
 
 
 def profile_option(get: Callable[[str], str | None], kind: str = "py") -> bool:

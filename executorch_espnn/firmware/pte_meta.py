@@ -17,7 +17,10 @@ from ..pte import BACKEND_ID, ProgramInfo, TensorDecl, read_program
 from .model_info import PteMeta, TensorMeta
 
 
-def _tensor_meta(decl: TensorDecl | None, idx: int, name: str, quant: dict[int, tuple[float, int]]) -> TensorMeta:
+def _tensor_meta(decl: TensorDecl | None, idx: int, name: str, quant: dict[int, tuple[float, int]],
+                 channels_last: bool = False) -> TensorMeta:
+    """``channels_last``: a 4-D program input the lowering took as [N, H, W, C] (what the
+    program's delegates record: ``ProgramInfo.nhwc_inputs``)."""
     dtype = next((d for d in DType if decl is not None and d.numpy_name == decl.dtype), None)
     if decl is None or dtype is None:
         code = decl.scalar_type if decl is not None else "(not a tensor)"
@@ -30,7 +33,7 @@ def _tensor_meta(decl: TensorDecl | None, idx: int, name: str, quant: dict[int, 
         raise ValueError(f"{name}: rank {len(dims)} > 4 is not supported at the model boundary")
     numel = decl.numel
     scale, zp = quant.get(idx, (0.0, 0)) if dtype in (DType.INT8, DType.UINT8) else (0.0, 0)
-    layout = "NCHW" if len(dims) == 4 else "contiguous"
+    layout = ("NHWC" if channels_last else "NCHW") if len(dims) == 4 else "contiguous"
     return TensorMeta(name, int(dtype), dtype.numpy_name, dims, numel, numel * dtype.size, scale, zp, layout)
 
 
@@ -53,7 +56,7 @@ def read(pte: bytes, method: str = "forward") -> PteMeta:
     info = read_program(pte, method)
     reads, writes = _boundary_quant(info)
     planned = list(info.planned_buffers)
-    inputs = [_tensor_meta(d, i, f"input{n}", reads)
+    inputs = [_tensor_meta(d, i, f"input{n}", reads, n in info.nhwc_inputs)
               for n, (i, d) in enumerate(zip(info.input_values, info.inputs, strict=True))]
     outputs = [_tensor_meta(d, i, f"output{n}", writes)
                for n, (i, d) in enumerate(zip(info.output_values, info.outputs, strict=True))]

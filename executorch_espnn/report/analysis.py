@@ -416,6 +416,12 @@ def _cpu_kernel_entries(info: ProgramInfo) -> list[OpEntry]:
             for k in info.kernel_calls]
 
 
+UNRECORDED_LAYOUT_WARNING = (
+    'input_layout="nhwc" is recorded in the ESP-NN delegates\' options and this program has none: '
+    "read as a ready .pte (a build's model_pte.h, its report) its 4-D inputs are labelled NCHW, "
+    "though the program takes them [N, H, W, C]")
+
+
 def nhwc_copy_warning(index: int, name: str) -> str:
     return (f'input {index} ({name}) is taken channels-last (input_layout="nhwc"), but the first '
             "delegated op reads it in NCHW order (not a convolution): the payload transposes it "
@@ -435,10 +441,11 @@ def build_report(
     partition_starts: Sequence[str] | None = None,
     accuracy: AccuracyReport | None = None,
     profile: dict[str, Any] | None = None,
-    nhwc_inputs: Sequence[int] = (),
+    nhwc_inputs: Sequence[int] | None = None,
 ) -> LoweringReport:
     """The report of a ``.pte``.  ``nhwc_inputs``: the program inputs a channels-last lowering
-    takes as [N, H, W, C] (``lower(..., input_layout="nhwc")``; a .pte does not record it).  ``decisions`` (from ``EspNNPartitioner.decisions``) supply
+    takes as [N, H, W, C] (``lower(..., input_layout="nhwc")``); None (a ready .pte) reads
+    them from what its delegates record (``ProgramInfo.nhwc_inputs``).  ``decisions`` (from ``EspNNPartitioner.decisions``) supply
     the reasons and locations, ``partition_starts`` (``EspNNPartitioner.partition_starts``)
     why each partition starts where it does; without them (a ready .pte) operators are
     listed from the payloads and the program's CPU instructions."""
@@ -477,12 +484,16 @@ def build_report(
     cpu_weights = info.constant_tensor_bytes
     planned = list(info.planned_buffers)
     ins, outs = _io_specs(info, decoded, input_names, output_names)
+    recorded = info.nhwc_inputs
+    nhwc_inputs = recorded if nhwc_inputs is None else tuple(nhwc_inputs)
     ins = [replace(t, layout="NHWC") if i in nhwc_inputs else t for i, t in enumerate(ins)]
 
     tgt = target or (partitions[0].target if partitions else "unknown")
     warn = list(warnings)
     warn += [nhwc_copy_warning(i, t.name) for i, t in enumerate(ins)
              if i in nhwc_inputs and t.access == "transposed copy"]
+    if nhwc_inputs != recorded:  # (a program with no delegate of ours: nothing records it)
+        warn.append(UNRECORDED_LAYOUT_WARNING)
     if calibrated is False and UNCALIBRATED_WARNING not in warn:
         warn.insert(0, UNCALIBRATED_WARNING)
     if not partitions:
